@@ -1,0 +1,237 @@
+"""Configuration as plain data: dataclasses, strict YAML loading and `key=value` overrides.
+
+A config file is YAML with one mapping per section (`model`, `objective`, `optimizer`). Every
+key must name a field of its section; an unknown key is an error that names it. Values are
+coerced to the field's type, so `learning_rate: 5e-4` (a string to YAML 1.1) reads as a float.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import typing
+from typing import Any, Iterable, Mapping
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A config file or override that does not fit the schema."""
+
+
+@dataclasses.dataclass
+class ModelConfig:
+    """Sizes of the discriminator and generator encoders (paper Table 6, original code).
+
+    The generator's width is round(hidden_size * generator_fraction); its heads, feed-forward
+    width and depth follow the original's rule (width // 64 heads, 4 * width, full depth)
+    unless given explicitly, which checkpoints from other tools sometimes need.
+    """
+
+    vocab_size: int = 30522
+    embedding_size: int = 128
+    hidden_size: int = 256
+    num_layers: int = 12
+    num_heads: int = 4
+    intermediate_size: int = 1024
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    hidden_dropout: float = 0.1
+    attention_dropout: float = 0.1
+    activation: str = "gelu"  # exact erf GELU; "gelu_approximate" is the tanh form
+    layer_norm_epsilon: float = 1e-12
+    initializer_range: float = 0.02
+    generator_fraction: float = 0.25
+    generator_hidden_size: int | None = None
+    generator_num_heads: int | None = None
+    generator_intermediate_size: int | None = None
+    generator_num_layers: int | None = None
+    untied_generator_embeddings: bool = False
+
+    def generator_config(self) -> "ModelConfig":
+        """The generator's sizes as a ModelConfig of their own."""
+        width = self.generator_hidden_size or max(1, round(self.hidden_size * self.generator_fraction))
+        return dataclasses.replace(
+            self,
+            hidden_size=width,
+            num_heads=self.generator_num_heads or max(1, width // 64),
+            intermediate_size=self.generator_intermediate_size or 4 * width,
+            num_layers=self.generator_num_layers or self.num_layers,
+            embedding_size=width if self.untied_generator_embeddings else self.embedding_size,
+        )
+
+    def validate(self) -> None:
+        for name in ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads",
+                     "intermediate_size", "max_position_embeddings", "type_vocab_size"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"model.{name} must be positive, got {getattr(self, name)}")
+        if self.hidden_size % self.num_heads:
+            raise ConfigError(f"model.hidden_size {self.hidden_size} is not divisible by "
+                              f"model.num_heads {self.num_heads}")
+        if self.activation not in ("gelu", "gelu_approximate", "relu"):
+            raise ConfigError(f"model.activation must be gelu, gelu_approximate or relu, "
+                              f"got {self.activation!r}")
+
+
+@dataclasses.dataclass
+class ObjectiveConfig:
+    """The pretraining objective: masking, sampling and loss weights (original defaults)."""
+
+    electra_objective: bool = True  # False: MLM only, the BERT baseline of the paper
+    mask_prob: float = 0.15
+    mask_token_rate: float = 0.85  # of the chosen positions; the rest stay unchanged
+    gen_weight: float = 1.0
+    disc_weight: float = 50.0
+    temperature: float = 1.0
+    disallow_correct: bool = False
+    uniform_generator: bool = False
+    seed: int = 0
+    pad_token_id: int = 0
+    cls_token_id: int = 101
+    sep_token_id: int = 102
+    mask_token_id: int = 103
+
+    def validate(self) -> None:
+        if not 0.0 < self.mask_prob < 1.0:
+            raise ConfigError(f"objective.mask_prob must be in (0, 1), got {self.mask_prob}")
+        if not 0.0 <= self.mask_token_rate <= 1.0:
+            raise ConfigError(f"objective.mask_token_rate must be in [0, 1], got {self.mask_token_rate}")
+        if self.temperature <= 0.0:
+            raise ConfigError(f"objective.temperature must be positive, got {self.temperature}")
+
+
+@dataclasses.dataclass
+class OptimizerConfig:
+    """AdamW and the learning-rate schedule of the original (`model/optimization.py`)."""
+
+    learning_rate: float = 5e-4
+    warmup_steps: int = 10000
+    train_steps: int = 1000000
+    lr_decay_power: float = 1.0
+    weight_decay: float = 0.01
+    beta_1: float = 0.9
+    beta_2: float = 0.999
+    epsilon: float = 1e-6
+    clip_norm: float = 1.0
+    bias_correction: bool = False
+
+    def validate(self) -> None:
+        if self.train_steps < 1:
+            raise ConfigError(f"optimizer.train_steps must be positive, got {self.train_steps}")
+        if self.warmup_steps < 0:
+            raise ConfigError(f"optimizer.warmup_steps must be >= 0, got {self.warmup_steps}")
+
+
+@dataclasses.dataclass
+class ElectraConfig:
+    """Everything a pretraining run needs to build its model, objective and optimizer."""
+
+    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    objective: ObjectiveConfig = dataclasses.field(default_factory=ObjectiveConfig)
+    optimizer: OptimizerConfig = dataclasses.field(default_factory=OptimizerConfig)
+
+    def validate(self) -> "ElectraConfig":
+        for section in dataclasses.fields(self):
+            getattr(self, section.name).validate()
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+
+CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
+
+
+def _coerce(value: Any, field_type: Any, where: str) -> Any:
+    """Converts a YAML or command-line value to the field's declared type."""
+    optional = False
+    if typing.get_origin(field_type) in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        args = [a for a in typing.get_args(field_type) if a is not type(None)]
+        optional, field_type = True, args[0]
+    if value is None or (optional and isinstance(value, str) and value.lower() in ("none", "null")):
+        if optional:
+            return None
+        raise ConfigError(f"{where} must not be empty")
+    try:
+        if field_type is bool:
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+                return value.lower() in ("true", "1", "yes")
+            raise ValueError(value)
+        if field_type is int:
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError(value)
+            return int(float(value)) if isinstance(value, str) else int(value)
+        if field_type is float:
+            return float(value)
+        if field_type is str:
+            return str(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where} expects {field_type.__name__}, got {value!r}") from None
+    return value
+
+
+def _update_section(section: Any, values: Mapping[str, Any], prefix: str) -> Any:
+    hints = typing.get_type_hints(type(section))
+    names = {f.name for f in dataclasses.fields(section)}
+    updates = {}
+    for key, value in values.items():
+        if key not in names:
+            raise ConfigError(f"unknown config key '{prefix}.{key}' (known keys in '{prefix}': "
+                              f"{', '.join(sorted(names))})")
+        updates[key] = _coerce(value, hints[key], f"{prefix}.{key}")
+    return dataclasses.replace(section, **updates)
+
+
+def apply_dict(config: ElectraConfig, values: Mapping[str, Any], source: str = "config") -> ElectraConfig:
+    """Returns `config` updated from a nested mapping {section: {key: value}}."""
+    sections = {f.name for f in dataclasses.fields(config)}
+    for name, section_values in (values or {}).items():
+        if name not in sections:
+            raise ConfigError(f"unknown config section '{name}' in {source} "
+                              f"(known sections: {', '.join(sorted(sections))})")
+        if not isinstance(section_values, Mapping):
+            raise ConfigError(f"config section '{name}' in {source} must be a mapping")
+        config = dataclasses.replace(
+            config, **{name: _update_section(getattr(config, name), section_values, name)})
+    return config
+
+
+def apply_overrides(config: ElectraConfig, overrides: Iterable[str]) -> ElectraConfig:
+    """Applies `section.key=value` strings, e.g. `model.num_layers=4`."""
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        section, dot, name = key.strip().partition(".")
+        if not sep or not dot:
+            raise ConfigError(f"override {item!r} is not of the form section.key=value")
+        config = apply_dict(config, {section: {name: yaml.safe_load(value)}}, f"override {item!r}")
+    return config
+
+
+def resolve_config_path(path: str) -> str:
+    """Finds a config by path, or by short name under configs/ (e.g. 'model/small')."""
+    candidates = [path, os.path.join(CONFIG_DIR, path), os.path.join(CONFIG_DIR, path + ".yaml")]
+    for candidate in candidates:
+        if os.path.isfile(candidate):
+            return candidate
+    raise ConfigError(f"config file not found: {path}")
+
+
+def load_config(*paths: str, overrides: Iterable[str] = ()) -> ElectraConfig:
+    """Reads YAML files in order (later ones win), then overrides, then validates."""
+    config = ElectraConfig()
+    for path in paths:
+        resolved = resolve_config_path(path)
+        with open(resolved) as f:
+            try:
+                values = yaml.safe_load(f) or {}
+            except yaml.YAMLError as e:
+                raise ConfigError(f"{resolved} is not valid YAML: {e}") from None
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"{resolved} must hold a mapping of sections")
+        config = apply_dict(config, values, resolved)
+    return apply_overrides(config, overrides).validate()

@@ -1,0 +1,62 @@
+"""The embedding block shared by the generator and the discriminator."""
+
+import keras
+import keras_hub
+
+
+class ElectraEmbeddings(keras.layers.Layer):
+    """Word + position + token-type embeddings, then LayerNorm, then dropout.
+
+    One instance is shared by both networks, so they use the same variable objects for the
+    three tables and the LayerNorm (original: scope `electra/embeddings`). Each call draws its
+    own dropout mask. The word table is a `ReversibleEmbedding` so the generator head can use
+    its transpose as the output projection.
+
+    Call: `input_ids` int [batch, seq], `segment_ids` int [batch, seq] -> float [batch, seq, E].
+    """
+
+    def __init__(self, vocab_size, embedding_size, max_position_embeddings=512, type_vocab_size=2,
+                 dropout=0.1, layer_norm_epsilon=1e-12, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.embedding_size = embedding_size
+        self.max_position_embeddings = max_position_embeddings
+        self.type_vocab_size = type_vocab_size
+        self.dropout = dropout
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
+
+        def init():
+            return keras.initializers.TruncatedNormal(stddev=initializer_range)
+
+        self.word_embeddings = keras.layers.ReversibleEmbedding(
+            vocab_size, embedding_size, embeddings_initializer=init(), dtype=self.dtype_policy,
+            name="word_embeddings")
+        self.position_embeddings = keras_hub.layers.PositionEmbedding(
+            sequence_length=max_position_embeddings, initializer=init(), dtype=self.dtype_policy,
+            name="position_embeddings")
+        self.token_type_embeddings = keras.layers.Embedding(
+            type_vocab_size, embedding_size, embeddings_initializer=init(), dtype=self.dtype_policy,
+            name="token_type_embeddings")
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm")
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+
+    def build(self, input_shape=None):
+        self.word_embeddings.build()
+        self.position_embeddings.build((None, self.max_position_embeddings, self.embedding_size))
+        self.token_type_embeddings.build()
+        self.layer_norm.build((None, None, self.embedding_size))
+        self.built = True
+
+    def call(self, input_ids, segment_ids, training=None):
+        x = self.word_embeddings(input_ids) + self.token_type_embeddings(segment_ids)
+        x = x + self.position_embeddings(x)
+        return self.dropout_layer(self.layer_norm(x), training=training)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({name: getattr(self, name) for name in (
+            "vocab_size", "embedding_size", "max_position_embeddings", "type_vocab_size",
+            "dropout", "layer_norm_epsilon", "initializer_range")})
+        return config

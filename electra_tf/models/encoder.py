@@ -1,0 +1,98 @@
+"""The ELECTRA encoder: embeddings -> projection E->H (when E != H) -> post-LN transformer stack."""
+
+import keras
+
+from electra_tf.models.activations import get_activation
+from electra_tf.models.embeddings import ElectraEmbeddings
+from electra_tf.models.transformer import TransformerLayer
+
+
+class ElectraEncoder(keras.layers.Layer):
+    """A BERT-style encoder over an injected (possibly shared) `ElectraEmbeddings` block.
+
+    There is no pooler: the [CLS] vector `sequence_output[:, 0]` is the sequence summary, as in
+    the original. The projection uses Glorot-uniform (TF default in the original); every other
+    kernel is truncated normal with stddev `initializer_range`.
+
+    Call: `input_ids`, `input_mask` (1 = real token), `segment_ids`, each int [batch, seq]
+    -> `sequence_output` [batch, seq, hidden_size].
+    """
+
+    def __init__(self, embeddings, hidden_size, num_layers, num_heads, intermediate_size,
+                 hidden_dropout=0.1, attention_dropout=0.1, activation="gelu",
+                 layer_norm_epsilon=1e-12, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.embeddings = embeddings
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_dropout = hidden_dropout
+        self.attention_dropout = attention_dropout
+        self.activation = activation
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
+        self.embeddings_project = None
+        if embeddings.embedding_size != hidden_size:
+            self.embeddings_project = keras.layers.Dense(
+                hidden_size, kernel_initializer="glorot_uniform", dtype=self.dtype_policy,
+                name="embeddings_project")
+        self.transformer_layers = [
+            TransformerLayer(
+                intermediate_size, num_heads, dropout=hidden_dropout,
+                attention_dropout=attention_dropout, activation=get_activation(activation),
+                layer_norm_epsilon=layer_norm_epsilon,
+                kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+                dtype=self.dtype_policy, name=f"layer_{i}")
+            for i in range(num_layers)
+        ]
+
+    @classmethod
+    def from_model_config(cls, config, embeddings, **kwargs):
+        """Builds an encoder from an `electra_tf.config.ModelConfig`."""
+        return cls(embeddings, hidden_size=config.hidden_size, num_layers=config.num_layers,
+                   num_heads=config.num_heads, intermediate_size=config.intermediate_size,
+                   hidden_dropout=config.hidden_dropout, attention_dropout=config.attention_dropout,
+                   activation=config.activation, layer_norm_epsilon=config.layer_norm_epsilon,
+                   initializer_range=config.initializer_range, **kwargs)
+
+    def build(self, input_shape=None):
+        if not self.embeddings.built:
+            self.embeddings.build()
+        if self.embeddings_project is not None:
+            self.embeddings_project.build((None, None, self.embeddings.embedding_size))
+        for layer in self.transformer_layers:
+            layer.build((None, None, self.hidden_size))
+        self.built = True
+
+    def call(self, input_ids, input_mask, segment_ids, training=None):
+        x = self.embeddings(input_ids, segment_ids, training=training)
+        if self.embeddings_project is not None:
+            x = self.embeddings_project(x)
+        for layer in self.transformer_layers:
+            x = layer(x, padding_mask=input_mask, training=training)
+        return x
+
+    def get_config(self):
+        config = super().get_config()
+        config["embeddings"] = keras.layers.serialize(self.embeddings)
+        config.update({name: getattr(self, name) for name in (
+            "hidden_size", "num_layers", "num_heads", "intermediate_size", "hidden_dropout",
+            "attention_dropout", "activation", "layer_norm_epsilon", "initializer_range")})
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["embeddings"] = keras.layers.deserialize(
+            config["embeddings"], custom_objects={"ElectraEmbeddings": ElectraEmbeddings})
+        return cls(**config)
+
+
+def make_embeddings(config, **kwargs):
+    """An `ElectraEmbeddings` block sized by an `electra_tf.config.ModelConfig`."""
+    return ElectraEmbeddings(
+        config.vocab_size, config.embedding_size, config.max_position_embeddings,
+        config.type_vocab_size, dropout=config.hidden_dropout,
+        layer_norm_epsilon=config.layer_norm_epsilon, initializer_range=config.initializer_range,
+        **kwargs)

@@ -1,0 +1,60 @@
+"""The two pretraining heads: the generator's masked-LM head and the discriminator's RTD head."""
+
+import keras
+import keras_hub
+
+from electra_tf.models.activations import get_activation
+
+
+def make_generator_head(word_embeddings, activation="gelu", layer_norm_epsilon=1e-12,
+                        initializer_range=0.02, **kwargs):
+    """keras-hub's MaskedLMHead configured as ELECTRA's generator head.
+
+    Gathers the generator's hidden states at the masked positions, then dense to the embedding
+    size E with GELU -> LayerNorm (epsilon 1e-12, not keras-hub's 1e-5) -> logits through the
+    transposed word-embedding table (tied) plus its own bias.
+
+    Call: `inputs` [batch, seq, Hg], `mask_positions` int [batch, N] -> logits [batch, N, V].
+    """
+    return keras_hub.layers.MaskedLMHead(
+        token_embedding=word_embeddings,
+        intermediate_activation=get_activation(activation),
+        layer_norm_epsilon=layer_norm_epsilon,
+        kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+        **kwargs)
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class DiscriminatorHead(keras.layers.Layer):
+    """Dense H->H with GELU, then dense H->1 (Glorot): one "replaced" logit per token.
+
+    Call: `sequence_output` [batch, seq, H] -> float32 logits [batch, seq].
+    """
+
+    def __init__(self, hidden_size, activation="gelu", initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.activation = activation
+        self.initializer_range = initializer_range
+        self.dense = keras.layers.Dense(
+            hidden_size, activation=get_activation(activation),
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            dtype=self.dtype_policy, name="dense")
+        self.dense_prediction = keras.layers.Dense(
+            1, kernel_initializer="glorot_uniform", dtype=self.dtype_policy,
+            name="dense_prediction")
+
+    def build(self, input_shape=None):
+        self.dense.build((None, None, self.hidden_size))
+        self.dense_prediction.build((None, None, self.hidden_size))
+        self.built = True
+
+    def call(self, sequence_output):
+        logits = self.dense_prediction(self.dense(sequence_output))
+        return keras.ops.cast(keras.ops.squeeze(logits, axis=-1), "float32")
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(hidden_size=self.hidden_size, activation=self.activation,
+                      initializer_range=self.initializer_range)
+        return config

@@ -1,0 +1,264 @@
+"""ELECTRA's replaced-token-detection objective, top to bottom, as a Keras model.
+
+One training step (google-research/electra `run_pretraining.py`):
+  1. The generator reads the masked ids; MLM logits are computed only at the masked positions.
+  2. One token per masked slot is sampled from the generator, without gradient.
+  3. Corrupted ids = the originals with the samples at every chosen position (including the 15%
+     the generator saw unmasked). Label = "replaced" iff the sample differs from the original.
+  4. The discriminator reads the corrupted ids and predicts one "replaced" logit per token.
+  5. loss = gen_weight * MLM + disc_weight * RTD, each a mean over the whole global batch:
+     MLM over the weighted masked slots, RTD over every non-pad token ([CLS] and [SEP] included).
+
+Under a tf.distribute strategy each replica holds part of the global batch. The loss denominators
+are summed across replicas, so each replica's loss is its share of the global mean and the
+replicas' gradients sum to exactly the one-device gradient. Sampling noise is generated for the
+global batch from a stateless seed (objective seed, optimizer step) and sliced per replica, so a
+run is reproducible and does not depend on the number of replicas.
+
+With `electra_objective=False` the model is the paper's MLM baseline: one full-size network with
+the masked-LM head, trained on the same masked data.
+"""
+
+import dataclasses
+
+import keras
+import tensorflow as tf
+
+from electra_tf.config import ModelConfig, ObjectiveConfig
+from electra_tf.models.encoder import ElectraEncoder, make_embeddings
+from electra_tf.models.heads import DiscriminatorHead, make_generator_head
+from electra_tf.models.sampling import sample_token_ids
+
+BATCH_KEYS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
+              "masked_lm_weights")
+
+
+def _cross_replica_sum(value):
+    """Sums `value` over the replicas of the current strategy (identity with one replica)."""
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return value
+    return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
+
+
+def _replica_position():
+    """(index of this replica, number of replicas in sync)."""
+    context = tf.distribute.get_replica_context()
+    if context is None:
+        return 0, 1
+    return context.replica_id_in_sync_group, context.num_replicas_in_sync
+
+
+class ElectraPretrainer(keras.Model):
+    """Generator + discriminator sharing their embeddings, trained jointly with `model.fit`.
+
+    Batches are dicts of int tensors with static shapes: `input_ids` (with [MASK]s),
+    `input_mask`, `segment_ids` [batch, seq]; `masked_lm_positions`, `masked_lm_ids` (the
+    original ids) and float `masked_lm_weights` [batch, N] (see `electra_tf.data.masking`).
+    """
+
+    def __init__(self, model_config=None, objective=None, **kwargs):
+        super().__init__(**kwargs)
+        self.model_config = model_config or ModelConfig()
+        self.objective = objective or ObjectiveConfig()
+        config = self.model_config
+        self.embeddings = make_embeddings(config, dtype=self.dtype_policy, name="embeddings")
+        if self.objective.electra_objective:
+            generator_config = config.generator_config()
+            generator_embeddings = self.embeddings
+            if config.untied_generator_embeddings:
+                generator_embeddings = make_embeddings(
+                    generator_config, dtype=self.dtype_policy, name="generator_embeddings")
+            self.generator = ElectraEncoder.from_model_config(
+                generator_config, generator_embeddings, dtype=self.dtype_policy, name="generator")
+            self.discriminator = ElectraEncoder.from_model_config(
+                config, self.embeddings, dtype=self.dtype_policy, name="discriminator")
+            self.discriminator_head = DiscriminatorHead(
+                config.hidden_size, config.activation, config.initializer_range,
+                dtype=self.dtype_policy, name="discriminator_predictions")
+        else:
+            generator_config = config
+            self.generator = ElectraEncoder.from_model_config(
+                config, self.embeddings, dtype=self.dtype_policy, name="generator")
+            self.discriminator = self.discriminator_head = None
+        self.generator_head = make_generator_head(
+            self.generator.embeddings.word_embeddings, generator_config.activation,
+            generator_config.layer_norm_epsilon, generator_config.initializer_range,
+            dtype=self.dtype_policy, name="generator_predictions")
+
+        mean = keras.metrics.Mean
+        self.tracked_metrics = [mean(name="loss"), mean(name="mlm_loss"), mean(name="mlm_accuracy")]
+        if self.objective.electra_objective:
+            self.tracked_metrics += [
+                mean(name="sampled_accuracy"), mean(name="disc_loss"), mean(name="disc_accuracy"),
+                keras.metrics.Precision(thresholds=0.5, name="disc_precision"),
+                keras.metrics.Recall(thresholds=0.5, name="disc_recall"),
+                keras.metrics.AUC(name="disc_auc"),
+            ]
+        self._build_with_dummy_batch()
+
+    @property
+    def encoder(self):
+        """The network to fine-tune: the discriminator (the generator for the MLM baseline)."""
+        return self.discriminator if self.discriminator is not None else self.generator
+
+    @property
+    def metrics(self):
+        return self.tracked_metrics
+
+    # ---- the networks -------------------------------------------------------------------------
+
+    def generator_logits(self, input_ids, input_mask, segment_ids, positions, training=False):
+        """float32 MLM logits [batch, N, V] at `positions` [batch, N] only."""
+        hidden = self.generator(input_ids, input_mask, segment_ids, training=training)
+        return tf.cast(self.generator_head(hidden, mask_positions=positions), tf.float32)
+
+    def discriminator_logits(self, input_ids, input_mask, segment_ids, training=False):
+        """float32 "replaced" logits [batch, seq]."""
+        hidden = self.discriminator(input_ids, input_mask, segment_ids, training=training)
+        return self.discriminator_head(hidden)
+
+    # ---- the objective ------------------------------------------------------------------------
+
+    def compute_objective(self, batch, step, training=False):
+        """Runs steps 1-4 on this replica's batch; returns a dict of per-token tensors."""
+        masked_ids = tf.cast(batch["input_ids"], tf.int32)
+        input_mask = tf.cast(batch["input_mask"], tf.int32)
+        segment_ids = tf.cast(batch["segment_ids"], tf.int32)
+        positions = tf.cast(batch["masked_lm_positions"], tf.int32)
+        original_at_positions = tf.cast(batch["masked_lm_ids"], tf.int32)
+        weights = tf.cast(batch["masked_lm_weights"], tf.float32)
+
+        # 1. Generator: a masked-LM only at the masked positions.
+        mlm_logits = self.generator_logits(masked_ids, input_mask, segment_ids, positions, training)
+        if self.objective.uniform_generator:
+            mlm_logits = tf.zeros_like(mlm_logits)
+        outputs = {
+            "mlm_logits": mlm_logits,
+            "mlm_xent": tf.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=original_at_positions, logits=mlm_logits),
+            "mlm_correct": tf.cast(
+                tf.equal(tf.argmax(mlm_logits, axis=-1, output_type=tf.int32), original_at_positions),
+                tf.float32),
+        }
+        if not self.objective.electra_objective:
+            return outputs
+
+        # 2. Sample a replacement for every masked slot; no gradient flows through the sample.
+        sampled = self._sample(tf.stop_gradient(mlm_logits), original_at_positions, step)
+
+        # 3. Corrupt the originals at every chosen position; label what actually changed.
+        chosen = tf.one_hot(positions, tf.shape(masked_ids)[1], dtype=tf.int32)
+        chosen *= tf.cast(weights > 0, tf.int32)[:, :, None]  # [batch, N, seq]
+        is_chosen = tf.reduce_max(chosen, axis=1) > 0  # [batch, seq]
+        original_ids = tf.where(
+            is_chosen, tf.reduce_sum(chosen * original_at_positions[:, :, None], axis=1), masked_ids)
+        corrupted_ids = tf.where(
+            is_chosen, tf.reduce_sum(chosen * sampled[:, :, None], axis=1), masked_ids)
+        labels = tf.cast(tf.not_equal(corrupted_ids, original_ids), tf.float32)
+
+        # 4. Discriminator: is each token replaced?
+        disc_logits = self.discriminator_logits(corrupted_ids, input_mask, segment_ids, training)
+        outputs.update(
+            sampled_ids=sampled,
+            sampled_correct=tf.cast(tf.equal(sampled, original_at_positions), tf.float32),
+            corrupted_ids=corrupted_ids,
+            disc_labels=labels,
+            disc_logits=disc_logits,
+            disc_xent=tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=disc_logits),
+        )
+        return outputs
+
+    def _sample(self, mlm_logits, original_ids, step):
+        """Draws ids [batch, N] from softmax(logits / temperature), keyed by (seed, step)."""
+        logits = mlm_logits / self.objective.temperature
+        if self.objective.disallow_correct:
+            logits -= 1000.0 * tf.one_hot(original_ids, tf.shape(logits)[-1])
+        replica, num_replicas = _replica_position()
+        batch_size, num_slots = tf.shape(logits)[0], tf.shape(logits)[1]
+        seed = tf.stack([tf.constant(self.objective.seed, tf.int64), tf.cast(step, tf.int64)])
+        uniform = tf.random.stateless_uniform([num_replicas * batch_size, num_slots], seed=seed)
+        uniform = tf.slice(uniform, [replica * batch_size, 0], [batch_size, num_slots])
+        return sample_token_ids(logits, uniform)
+
+    def compute_losses(self, batch, outputs):
+        """Step 5. Returns this replica's share of the loss (to differentiate) and global means."""
+        weights = tf.cast(batch["masked_lm_weights"], tf.float32)
+        local_sums = [tf.reduce_sum(outputs["mlm_xent"] * weights), tf.reduce_sum(weights)]
+        if self.objective.electra_objective:
+            token_mask = tf.cast(batch["input_mask"], tf.float32)
+            local_sums += [tf.reduce_sum(outputs["disc_xent"] * token_mask), tf.reduce_sum(token_mask)]
+        global_sums = tf.unstack(_cross_replica_sum(tf.stop_gradient(tf.stack(local_sums))))
+
+        mlm_share = local_sums[0] / (global_sums[1] + 1e-6)
+        losses = {"mlm_loss": global_sums[0] / (global_sums[1] + 1e-6)}
+        loss_share = self.objective.gen_weight * mlm_share
+        losses["loss"] = self.objective.gen_weight * losses["mlm_loss"]
+        if self.objective.electra_objective:
+            disc_share = local_sums[2] / (global_sums[3] + 1e-6)
+            losses["disc_loss"] = global_sums[2] / (global_sums[3] + 1e-6)
+            loss_share += self.objective.disc_weight * disc_share
+            losses["loss"] += self.objective.disc_weight * losses["disc_loss"]
+        losses["loss_share"] = loss_share
+        return losses
+
+    # ---- Keras hooks --------------------------------------------------------------------------
+
+    def call(self, inputs, training=False):
+        """The objective's tensors for a batch, sampling keyed by step 0."""
+        return self.compute_objective(inputs, step=0, training=training)
+
+    def train_step(self, batch):
+        with tf.GradientTape() as tape:
+            outputs = self.compute_objective(batch, self.optimizer.iterations, training=True)
+            losses = self.compute_losses(batch, outputs)
+            scaled_loss = self.optimizer.scale_loss(losses["loss_share"])
+        variables = self.trainable_variables
+        self.optimizer.apply(tape.gradient(scaled_loss, variables), variables)
+        return self._update_metrics(batch, outputs, losses)
+
+    def test_step(self, batch):
+        # Evaluation noise is keyed by the batch's content: deterministic, different per batch.
+        step = -1 - tf.reduce_sum(tf.cast(batch["input_ids"], tf.int64))
+        outputs = self.compute_objective(batch, step, training=False)
+        return self._update_metrics(batch, outputs, self.compute_losses(batch, outputs))
+
+    def _update_metrics(self, batch, outputs, losses):
+        by_name = {m.name: m for m in self.tracked_metrics}
+        weights = tf.cast(batch["masked_lm_weights"], tf.float32)
+        by_name["loss"].update_state(losses["loss"])
+        by_name["mlm_loss"].update_state(losses["mlm_loss"])
+        by_name["mlm_accuracy"].update_state(outputs["mlm_correct"], sample_weight=weights)
+        if self.objective.electra_objective:
+            token_mask = tf.cast(batch["input_mask"], tf.float32)
+            labels, logits = outputs["disc_labels"], outputs["disc_logits"]
+            probs = tf.sigmoid(logits)
+            by_name["sampled_accuracy"].update_state(outputs["sampled_correct"], sample_weight=weights)
+            by_name["disc_loss"].update_state(losses["disc_loss"])
+            by_name["disc_accuracy"].update_state(
+                tf.cast(tf.equal(tf.cast(logits > 0, tf.float32), labels), tf.float32),
+                sample_weight=token_mask)
+            for name in ("disc_precision", "disc_recall", "disc_auc"):
+                by_name[name].update_state(labels, probs, sample_weight=token_mask)
+        return {m.name: m.result() for m in self.tracked_metrics}
+
+    def _build_with_dummy_batch(self):
+        """Creates every variable now: `fit` refuses a subclassed model with unbuilt sublayers."""
+        length, slots = 8, 2
+        self.embeddings.build()  # first, so the shared variables are named embeddings/..., not generator/...
+        dummy = {key: tf.zeros([1, length], tf.int32) for key in BATCH_KEYS[:3]}
+        dummy["input_mask"] = tf.ones([1, length], tf.int32)
+        dummy.update(masked_lm_positions=tf.constant([[1, 2]]),
+                     masked_lm_ids=tf.zeros([1, slots], tf.int32),
+                     masked_lm_weights=tf.ones([1, slots], tf.float32))
+        self.compute_objective(dummy, step=0, training=False)
+        self.built = True
+
+    def get_config(self):
+        return {"model_config": dataclasses.asdict(self.model_config),
+                "objective": dataclasses.asdict(self.objective), "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(ModelConfig(**config["model_config"]), ObjectiveConfig(**config["objective"]),
+                   name=config.get("name"))

@@ -1,0 +1,24 @@
+"""Session setup: quiet TensorFlow, two logical CPU devices for the MirroredStrategy tests."""
+
+import importlib
+import os
+
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import tensorflow as tf  # noqa: E402  (after the log level is set)
+
+# Must happen before TensorFlow initialises its devices, i.e. before any test runs an op.
+tf.config.set_logical_device_configuration(
+    tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2)
+
+
+def require(module_name):
+    """Imports a test-only dependency: skipped locally if absent, a failure under CI."""
+    try:
+        return importlib.import_module(module_name)
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail(f"{module_name} is required in CI (pip install -r requirements-dev.txt)")
+        pytest.skip(f"{module_name} is not installed")
