@@ -208,7 +208,8 @@ class ElectraPretrainer(keras.Model):
         """The objective's tensors for a batch, sampling keyed by step 0."""
         return self.compute_objective(inputs, step=0, training=training)
 
-    def train_step(self, batch):
+    def train_step(self, data):
+        batch, _, _ = keras.utils.unpack_x_y_sample_weight(data)
         with tf.GradientTape() as tape:
             outputs = self.compute_objective(batch, self.optimizer.iterations, training=True)
             losses = self.compute_losses(batch, outputs)
@@ -217,7 +218,8 @@ class ElectraPretrainer(keras.Model):
         self.optimizer.apply(tape.gradient(scaled_loss, variables), variables)
         return self._update_metrics(batch, outputs, losses)
 
-    def test_step(self, batch):
+    def test_step(self, data):
+        batch, _, _ = keras.utils.unpack_x_y_sample_weight(data)
         # Evaluation noise is keyed by the batch's content: deterministic, different per batch.
         step = -1 - tf.reduce_sum(tf.cast(batch["input_ids"], tf.int64))
         outputs = self.compute_objective(batch, step, training=False)

@@ -1,0 +1,154 @@
+"""The original ELECTRA optimizer: BERT-style AdamW and a warmup x linear-decay LR schedule.
+
+Follows `model/optimization.py` of google-research/electra: Adam without bias correction,
+epsilon outside the square root, decoupled weight decay scaled by the learning rate that skips
+LayerNorm and bias variables, global-norm clipping of the (cross-replica summed) gradients, and
+a learning rate that is polynomial decay multiplied by a linear warmup factor.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from electra_tf.config import OptimizerConfig
+
+DEFAULT_EXCLUDE_PATTERN = "LayerNorm|layer_norm|bias"
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """lr(t) = lr0 * (1 - min(t, T) / T) ** power * min(1, t / W); no warmup factor if W == 0.
+
+    Warmup and decay act together, so at t = W the rate is lr0 * (1 - W / T), not lr0.
+    """
+
+    def __init__(self, initial_learning_rate, decay_steps, warmup_steps=0, power=1.0, name=None):
+        super().__init__()
+        self.initial_learning_rate = float(initial_learning_rate)
+        self.decay_steps = int(decay_steps)
+        self.warmup_steps = int(warmup_steps)
+        self.power = float(power)
+        self.name = name
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        decay_steps = ops.cast(self.decay_steps, "float32")
+        done = ops.minimum(step, decay_steps) / decay_steps
+        lr = self.initial_learning_rate * ops.power(1.0 - done, self.power)
+        if self.warmup_steps > 0:
+            lr = lr * ops.minimum(1.0, step / ops.cast(self.warmup_steps, "float32"))
+        return lr
+
+    def get_config(self):
+        return {"initial_learning_rate": self.initial_learning_rate, "decay_steps": self.decay_steps,
+                "warmup_steps": self.warmup_steps, "power": self.power, "name": self.name}
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class AdamWeightDecay(keras.optimizers.Optimizer):
+    """Adam as in BERT/ELECTRA: no bias correction by default, epsilon outside the sqrt.
+
+    Weight decay (the base class's decoupled `var -= lr * wd * var`, applied before the Adam
+    step, which equals the original's `update += wd * var`) skips every variable whose full
+    `variable.path` matches `exclude_from_weight_decay_pattern` (`re.search`).
+    """
+
+    def __init__(self, learning_rate=1e-3, weight_decay=0.01, beta_1=0.9, beta_2=0.999,
+                 epsilon=1e-6, bias_correction=False,
+                 exclude_from_weight_decay_pattern=DEFAULT_EXCLUDE_PATTERN,
+                 name="adam_weight_decay", **kwargs):
+        super().__init__(learning_rate=learning_rate, weight_decay=weight_decay, name=name, **kwargs)
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+        self.bias_correction = bool(bias_correction)
+        self.exclude_from_weight_decay_pattern = exclude_from_weight_decay_pattern
+        self._path_excluded_keys = set()
+
+    def build(self, var_list):
+        if self.built:
+            return
+        # Keras' own `exclude_from_weight_decay(var_names=...)` only sees the short name
+        # ("gamma"), so match the full path here and remember the variables by their key. The key
+        # (not the path) is what identifies a variable again inside `tf.distribute` updates, where
+        # the variable seen is a per-device tf.Variable component without a `path`.
+        if self.exclude_from_weight_decay_pattern:
+            pattern = re.compile(self.exclude_from_weight_decay_pattern)
+            self._path_excluded_keys = {
+                self._var_key(v) for v in var_list
+                if pattern.search(getattr(v, "path", None) or v.name)}
+        super().build(var_list)
+        self._m = [self.add_variable_from_reference(v, "adam_m") for v in var_list]
+        self._v = [self.add_variable_from_reference(v, "adam_v") for v in var_list]
+
+    def _use_weight_decay(self, variable):
+        if self._var_key(variable) in self._path_excluded_keys:
+            return False
+        return super()._use_weight_decay(variable)
+
+    def update_step(self, gradient, variable, learning_rate):
+        """m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; var -= lr * m / (sqrt(v) + eps)."""
+        dtype = variable.dtype
+        lr = ops.cast(learning_rate, dtype)
+        gradient = ops.cast(ops.convert_to_tensor(gradient), dtype)  # IndexedSlices -> dense
+        index = self._get_variable_index(variable)
+        m, v = self._m[index], self._v[index]
+        self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
+        self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient))
+        m_hat, v_hat = m, v
+        if self.bias_correction:
+            # 1 - beta^t as -expm1(t * log(beta)), with the log in float64: float32(0.999)
+            # alone would put a 1e-5 relative error into 1 - beta_2.
+            t = ops.cast(self.iterations + 1, dtype)
+            m_hat = m / self._one_minus_power(self.beta_1, t)
+            v_hat = v / self._one_minus_power(self.beta_2, t)
+        self.assign_sub(variable, lr * (m_hat / (ops.sqrt(v_hat) + self.epsilon)))
+
+    @staticmethod
+    def _one_minus_power(beta, t):
+        return -ops.expm1(t * math.log(beta)) if beta > 0 else 1.0
+
+    # Keras (TF backend) clips in `apply` *before* `_all_reduce_sum_gradients` sums the replicas'
+    # gradients, so under a MirroredStrategy each replica's partial gradient would be clipped by
+    # its own norm. The original clips the full (summed) gradient: sum here, then clip, and make
+    # the later all-reduce a no-op so the gradients are summed exactly once.
+    @staticmethod
+    def _multi_replica_context():
+        context = tf.distribute.get_replica_context()
+        return context if context is not None and context.num_replicas_in_sync > 1 else None
+
+    def _clip_gradients(self, grads):
+        context = self._multi_replica_context()
+        if context is not None:
+            present = [g for g in grads if g is not None]
+            summed = iter(context.all_reduce(tf.distribute.ReduceOp.SUM, present) if present else [])
+            grads = [None if g is None else next(summed) for g in grads]
+        return super()._clip_gradients(grads)
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        if self._multi_replica_context() is not None:
+            return list(grads_and_vars)  # already summed in `_clip_gradients`
+        return super()._all_reduce_sum_gradients(grads_and_vars)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"beta_1": self.beta_1, "beta_2": self.beta_2, "epsilon": self.epsilon,
+                       "bias_correction": self.bias_correction,
+                       "exclude_from_weight_decay_pattern": self.exclude_from_weight_decay_pattern})
+        return config
+
+
+def create_optimizer(config: OptimizerConfig) -> AdamWeightDecay:
+    """The schedule and optimizer of the original, built from an `OptimizerConfig`."""
+    schedule = WarmupLinearDecay(config.learning_rate, decay_steps=config.train_steps,
+                                 warmup_steps=config.warmup_steps, power=config.lr_decay_power)
+    return AdamWeightDecay(
+        learning_rate=schedule, weight_decay=config.weight_decay or None,
+        beta_1=config.beta_1, beta_2=config.beta_2, epsilon=config.epsilon,
+        bias_correction=config.bias_correction,
+        global_clipnorm=config.clip_norm if config.clip_norm > 0 else None)
