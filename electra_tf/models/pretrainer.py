@@ -190,16 +190,17 @@ class ElectraPretrainer(keras.Model):
             local_sums += [tf.reduce_sum(outputs["disc_xent"] * token_mask), tf.reduce_sum(token_mask)]
         global_sums = tf.unstack(_cross_replica_sum(tf.stop_gradient(tf.stack(local_sums))))
 
-        mlm_share = local_sums[0] / (global_sums[1] + 1e-6)
-        losses = {"mlm_loss": global_sums[0] / (global_sums[1] + 1e-6)}
-        loss_share = self.objective.gen_weight * mlm_share
+        # "*_share": this replica's part of the global mean, differentiable; the rest: the
+        # global values to report (identical on every replica, no gradient).
+        losses = {"mlm_share": local_sums[0] / (global_sums[1] + 1e-6),
+                  "mlm_loss": global_sums[0] / (global_sums[1] + 1e-6)}
+        losses["loss_share"] = self.objective.gen_weight * losses["mlm_share"]
         losses["loss"] = self.objective.gen_weight * losses["mlm_loss"]
         if self.objective.electra_objective:
-            disc_share = local_sums[2] / (global_sums[3] + 1e-6)
+            losses["disc_share"] = local_sums[2] / (global_sums[3] + 1e-6)
             losses["disc_loss"] = global_sums[2] / (global_sums[3] + 1e-6)
-            loss_share += self.objective.disc_weight * disc_share
+            losses["loss_share"] += self.objective.disc_weight * losses["disc_share"]
             losses["loss"] += self.objective.disc_weight * losses["disc_loss"]
-        losses["loss_share"] = loss_share
         return losses
 
     # ---- Keras hooks --------------------------------------------------------------------------

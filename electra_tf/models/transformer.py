@@ -11,8 +11,13 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
     Call: `inputs` [batch, seq, H], `padding_mask` [batch, seq] (1 = real token) -> [batch, seq, H].
     """
 
-    def __init__(self, intermediate_dim, num_heads, dropout=0.1, attention_dropout=0.1, **kwargs):
-        super().__init__(intermediate_dim, num_heads, dropout=dropout, **kwargs)
+    def __init__(self, intermediate_dim, num_heads, dropout=0.1, attention_dropout=0.1,
+                 activation="gelu", layer_norm_epsilon=1e-12, kernel_initializer=None, **kwargs):
+        # ELECTRA's defaults, not keras-hub's (ReLU, epsilon 1e-5, Glorot).
+        kernel_initializer = kernel_initializer or keras.initializers.TruncatedNormal(stddev=0.02)
+        super().__init__(intermediate_dim, num_heads, dropout=dropout, activation=activation,
+                         layer_norm_epsilon=layer_norm_epsilon,
+                         kernel_initializer=kernel_initializer, **kwargs)
         self.attention_dropout = attention_dropout
 
     def build(self, inputs_shape):

@@ -1,0 +1,398 @@
+"""Tests for the model building blocks: embeddings, transformer layer, encoder, RTD head."""
+
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf.models.activations import get_activation
+from electra_tf.models.embeddings import ElectraEmbeddings
+from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.models.heads import DiscriminatorHead
+from electra_tf.models.transformer import TransformerLayer
+
+INIT_STD = 0.02
+# Standard deviation of a normal(0, s) truncated at +-2s (what tf.truncated_normal_initializer and
+# keras TruncatedNormal draw, without rescaling): s * 0.8796.
+_A = 2.0
+_PHI = math.exp(-_A * _A / 2) / math.sqrt(2 * math.pi)
+_Z = math.erf(_A / math.sqrt(2))
+TRUNC_STD = INIT_STD * math.sqrt(1 - 2 * _A * _PHI / _Z)
+
+
+def _gelu_exact(x):
+    x = np.asarray(x, np.float64)
+    return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+
+
+def _gelu_tanh(x):
+    x = np.asarray(x, np.float64)
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def _layer_norm(x, gamma, beta, eps):
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+def _ids(batch, seq, vocab, seed):
+    return tf.random.stateless_uniform([batch, seq], seed=[seed, 0], maxval=vocab, dtype=tf.int32)
+
+
+# ----------------------------------------------------------------------------------------------
+# ElectraEmbeddings
+# ----------------------------------------------------------------------------------------------
+
+def _embeddings(**kwargs):
+    kwargs.setdefault("max_position_embeddings", 16)
+    return ElectraEmbeddings(kwargs.pop("vocab_size", 50), kwargs.pop("embedding_size", 8),
+                             **kwargs)
+
+
+def test_embeddings_shape_and_values():
+    emb = _embeddings()
+    ids = _ids(2, 7, 50, seed=1)
+    seg = tf.constant([[0, 0, 0, 1, 1, 1, 1], [0, 0, 0, 0, 0, 1, 1]])
+    out = emb(ids, seg, training=False)
+    assert out.shape == (2, 7, 8)
+    assert emb.layer_norm.epsilon == 1e-12
+    # Reference: LN(word[ids] + type[seg] + pos[:L]) with epsilon 1e-12, no dropout.
+    word = emb.word_embeddings.embeddings.numpy().astype(np.float64)
+    ttype = emb.token_type_embeddings.embeddings.numpy().astype(np.float64)
+    pos = emb.position_embeddings.position_embeddings.numpy().astype(np.float64)
+    x = word[ids.numpy()] + ttype[seg.numpy()] + pos[None, :7]
+    expected = _layer_norm(x, emb.layer_norm.gamma.numpy(), emb.layer_norm.beta.numpy(), 1e-12)
+    np.testing.assert_allclose(out.numpy(), expected, atol=2e-5)
+
+
+def test_embeddings_layer_norm_epsilon_is_used():
+    """A row with tiny variance: epsilon 1e-12 normalises it to unit variance, 1e-3 would not."""
+    emb = _embeddings(embedding_size=4)
+    emb.build()
+    emb.word_embeddings.embeddings.assign(np.tile([[1e-3, -1e-3, 1e-3, -1e-3]], [50, 1]))
+    emb.token_type_embeddings.embeddings.assign(np.zeros([2, 4]))
+    emb.position_embeddings.position_embeddings.assign(np.zeros([16, 4]))
+    out = emb(tf.constant([[3]]), tf.constant([[0]]), training=False).numpy()
+    np.testing.assert_allclose(out[0, 0], [1, -1, 1, -1], atol=1e-4)
+
+
+def test_embeddings_initializer_truncated_normal_002():
+    emb = _embeddings(vocab_size=4000, embedding_size=64, max_position_embeddings=512)
+    emb.build()
+    word = emb.word_embeddings.embeddings.numpy()
+    # Truncated at 2 * 0.02, like tf.truncated_normal_initializer(stddev=0.02) in the original.
+    assert np.abs(word).max() <= 2 * INIT_STD + 1e-6
+    assert abs(word.mean()) < 1e-3
+    # The std of N(0, 0.02) truncated at 2 sigma is 0.0176 (12% below 0.02, as in the original).
+    assert abs(word.std() - TRUNC_STD) / TRUNC_STD < 0.03
+    for table in (emb.position_embeddings.position_embeddings, emb.token_type_embeddings.embeddings):
+        values = table.numpy()
+        assert np.abs(values).max() <= 2 * INIT_STD + 1e-6
+        assert values.std() > 0.5 * TRUNC_STD
+    np.testing.assert_array_equal(emb.layer_norm.gamma.numpy(), 1.0)
+    np.testing.assert_array_equal(emb.layer_norm.beta.numpy(), 0.0)
+
+
+def test_embeddings_dropout_only_in_training():
+    emb = _embeddings(vocab_size=100, embedding_size=32, dropout=0.25)
+    ids, seg = _ids(4, 16, 100, seed=2), tf.zeros([4, 16], tf.int32)
+    inference = emb(ids, seg, training=False).numpy()
+    np.testing.assert_array_equal(inference, emb(ids, seg).numpy())  # default: no dropout
+    assert np.count_nonzero(inference == 0) == 0
+    train1 = emb(ids, seg, training=True).numpy()
+    train2 = emb(ids, seg, training=True).numpy()
+    dropped = train1 == 0
+    assert 0.15 < dropped.mean() < 0.35
+    # Kept units are scaled by 1 / (1 - rate).
+    np.testing.assert_allclose(train1[~dropped], inference[~dropped] / 0.75, rtol=1e-5, atol=1e-6)
+    assert not np.array_equal(train1, train2)  # each call draws its own mask
+
+
+def test_embeddings_config_round_trip():
+    emb = _embeddings(vocab_size=60, embedding_size=12, max_position_embeddings=24,
+                      type_vocab_size=3, dropout=0.3, layer_norm_epsilon=1e-7,
+                      initializer_range=0.05, name="emb")
+    config = emb.get_config()
+    for key, value in dict(vocab_size=60, embedding_size=12, max_position_embeddings=24,
+                           type_vocab_size=3, dropout=0.3, layer_norm_epsilon=1e-7,
+                           initializer_range=0.05).items():
+        assert config[key] == value, key
+    clone = ElectraEmbeddings.from_config(config)
+    assert clone.get_config() == config
+    assert clone.layer_norm.epsilon == 1e-7
+    assert clone.dropout_layer.rate == 0.3
+    ids, seg = _ids(2, 5, 60, seed=3), tf.constant([[0, 1, 2, 0, 1]] * 2)
+    expected = emb(ids, seg)
+    clone.build()
+    clone.set_weights(emb.get_weights())
+    np.testing.assert_allclose(clone(ids, seg).numpy(), expected.numpy(), atol=1e-6)
+
+
+# ----------------------------------------------------------------------------------------------
+# TransformerLayer
+# ----------------------------------------------------------------------------------------------
+
+def test_transformer_separate_attention_dropout():
+    layer = TransformerLayer(32, 2, dropout=0.2, attention_dropout=0.35)
+    layer.build((None, None, 16))
+    assert layer._self_attention_layer.dropout == pytest.approx(0.35)
+    assert layer._self_attention_dropout.rate == pytest.approx(0.2)
+    assert layer._feedforward_dropout.rate == pytest.approx(0.2)
+    assert layer.dropout == pytest.approx(0.2)
+    assert layer.attention_dropout == pytest.approx(0.35)
+
+
+def test_transformer_attention_dropout_is_applied():
+    x = tf.random.stateless_normal([2, 6, 16], seed=[4, 0])
+    off = TransformerLayer(32, 2, dropout=0.0, attention_dropout=0.0)
+    np.testing.assert_allclose(off(x, training=True).numpy(), off(x, training=False).numpy(),
+                               atol=1e-6)
+    only_attention = TransformerLayer(32, 2, dropout=0.0, attention_dropout=0.5)
+    diff = np.abs(only_attention(x, training=True).numpy()
+                  - only_attention(x, training=False).numpy())
+    assert diff.max() > 1e-3
+
+
+def test_transformer_config_round_trip():
+    layer = TransformerLayer(48, 4, dropout=0.15, attention_dropout=0.05, layer_norm_epsilon=1e-12,
+                             name="block")
+    layer.build((None, None, 16))
+    config = layer.get_config()
+    assert config["attention_dropout"] == pytest.approx(0.05)
+    assert config["dropout"] == pytest.approx(0.15)
+    assert config["intermediate_dim"] == 48 and config["num_heads"] == 4
+    clone = TransformerLayer.from_config(config)
+    assert clone.get_config() == config
+    clone.build((None, None, 16))
+    assert clone._self_attention_layer.dropout == pytest.approx(0.05)
+    assert clone._self_attention_dropout.rate == pytest.approx(0.15)
+    assert clone._feedforward_dropout.rate == pytest.approx(0.15)
+    # Registered: generic (de)serialisation gives the same class and config.
+    again = keras.layers.deserialize(keras.layers.serialize(layer))
+    assert type(again) is TransformerLayer
+    assert again.get_config() == config
+
+
+def test_transformer_matches_post_ln_reference():
+    """Post-LN BERT block computed with numpy from the layer's own weights."""
+    h, heads, ffn, eps = 16, 2, 32, 1e-12
+    # TransformerLayer keeps keras-hub's default activation (relu); the encoder passes GELU.
+    layer = TransformerLayer(ffn, heads, layer_norm_epsilon=eps, activation=get_activation("gelu"))
+    x = tf.random.stateless_normal([2, 5, h], seed=[5, 0])
+    mask = tf.constant([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    out = layer(x, padding_mask=mask, training=False).numpy()
+    attn = layer._self_attention_layer
+    q = np.einsum("bth,hnd->btnd", x.numpy(), attn._query_dense.kernel.numpy()) + attn._query_dense.bias.numpy()
+    k = np.einsum("bth,hnd->btnd", x.numpy(), attn._key_dense.kernel.numpy()) + attn._key_dense.bias.numpy()
+    v = np.einsum("bth,hnd->btnd", x.numpy(), attn._value_dense.kernel.numpy()) + attn._value_dense.bias.numpy()
+    scores = np.einsum("bfnd,btnd->bnft", q, k) / math.sqrt(h // heads)
+    scores = scores + (1.0 - mask.numpy()[:, None, None, :]) * -1e9  # padding masked as key only
+    probs = np.exp(scores - scores.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    ctx = np.einsum("bnft,btnd->bfnd", probs, v)
+    att_out = (np.einsum("bfnd,ndh->bfh", ctx, attn._output_dense.kernel.numpy())
+               + attn._output_dense.bias.numpy())
+    ln1 = layer._self_attention_layer_norm
+    x1 = _layer_norm(x.numpy() + att_out, ln1.gamma.numpy(), ln1.beta.numpy(), eps)
+    inter = layer._feedforward_intermediate_dense
+    hidden = _gelu_exact(x1 @ inter.kernel.numpy() + inter.bias.numpy())
+    dense_out = layer._feedforward_output_dense
+    x2 = x1 + hidden @ dense_out.kernel.numpy() + dense_out.bias.numpy()
+    ln2 = layer._feedforward_layer_norm
+    expected = _layer_norm(x2, ln2.gamma.numpy(), ln2.beta.numpy(), eps)
+    np.testing.assert_allclose(out, expected, atol=1e-4)
+    assert ln1.epsilon == eps and ln2.epsilon == eps
+
+
+def test_transformer_padding_does_not_leak():
+    layer = TransformerLayer(32, 2)
+    x = tf.random.stateless_normal([2, 6, 16], seed=[6, 0]).numpy()
+    mask = np.array([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]])
+    changed = x.copy()
+    changed[0, 4:] = np.random.default_rng(7).normal(size=(2, 16)) * 10.0
+    a = layer(tf.constant(x), padding_mask=tf.constant(mask), training=False).numpy()
+    b = layer(tf.constant(changed), padding_mask=tf.constant(mask), training=False).numpy()
+    np.testing.assert_allclose(a[0, :4], b[0, :4], atol=1e-6)
+    np.testing.assert_allclose(a[1], b[1], atol=1e-6)
+    # Without the mask the padded inputs do change the real positions.
+    c = layer(tf.constant(changed), training=False).numpy()
+    assert np.abs(a[0, :4] - c[0, :4]).max() > 1e-3
+
+
+# ----------------------------------------------------------------------------------------------
+# ElectraEncoder
+# ----------------------------------------------------------------------------------------------
+
+def _encoder(embedding_size=16, hidden_size=32, vocab=50, activation="gelu", embeddings=None,
+             **kwargs):
+    embeddings = embeddings or _embeddings(vocab_size=vocab, embedding_size=embedding_size)
+    return ElectraEncoder(embeddings, hidden_size, kwargs.pop("num_layers", 2),
+                          kwargs.pop("num_heads", 2), kwargs.pop("intermediate_size", 64),
+                          activation=activation, **kwargs)
+
+
+def test_encoder_projection_iff_sizes_differ():
+    with_projection = _encoder(embedding_size=16, hidden_size=32)
+    with_projection.build()
+    assert with_projection.embeddings_project is not None
+    assert tuple(with_projection.embeddings_project.kernel.shape) == (16, 32)
+    np.testing.assert_array_equal(with_projection.embeddings_project.bias.numpy(), 0.0)
+    no_projection = _encoder(embedding_size=32, hidden_size=32)
+    no_projection.build()
+    assert no_projection.embeddings_project is None
+    assert not any("embeddings_project" in v.path for v in no_projection.weights)
+    ids = _ids(2, 6, 50, seed=8)
+    mask, seg = tf.ones([2, 6], tf.int32), tf.zeros([2, 6], tf.int32)
+    for enc in (with_projection, no_projection):
+        assert enc(ids, mask, seg).shape == (2, 6, 32)
+
+
+def test_encoder_initializers():
+    enc = _encoder(embedding_size=64, hidden_size=128, num_layers=2, num_heads=2,
+                   intermediate_size=512)
+    enc.build()
+    kernel = enc.embeddings_project.kernel.numpy()
+    bound = math.sqrt(6 / (64 + 128))
+    assert np.abs(kernel).max() <= bound + 1e-7
+    assert np.abs(kernel).max() > 0.95 * bound  # uniform over the whole range, not 0.02-normal
+    assert abs(kernel.std() - bound / math.sqrt(3)) / (bound / math.sqrt(3)) < 0.05
+    kernels, biases = [], []
+    for layer in enc.transformer_layers:
+        for v in layer.weights:
+            if v.path.endswith("kernel"):
+                kernels.append(v.numpy().ravel())
+            elif v.path.endswith("bias") or v.path.endswith("beta"):
+                biases.append(v.numpy().ravel())
+    assert len(kernels) == 2 * 6  # q, k, v, attention output, intermediate, output per layer
+    kernels = np.concatenate(kernels)
+    assert np.abs(kernels).max() <= 2 * INIT_STD + 1e-6
+    assert abs(kernels.std() - TRUNC_STD) / TRUNC_STD < 0.03
+    np.testing.assert_array_equal(np.concatenate(biases), 0.0)
+
+
+def test_encoder_default_activation_is_exact_gelu():
+    enc = _encoder()
+    enc.build()
+    x = -2.7
+    exact = 0.5 * x * (1 + math.erf(x / math.sqrt(2)))
+    tanh_form = float(_gelu_tanh(x))
+    for layer in enc.transformer_layers:
+        value = float(layer._feedforward_intermediate_dense.activation(tf.constant([x]))[0])
+        assert abs(value - exact) < 1e-7
+        assert abs(value - tanh_form) > 1e-4
+        assert layer.layer_norm_epsilon == 1e-12
+    xs = np.linspace(-6, 6, 241).astype(np.float32)
+    act = enc.transformer_layers[0]._feedforward_intermediate_dense.activation
+    np.testing.assert_allclose(act(tf.constant(xs)).numpy(), _gelu_exact(xs), atol=2e-6)
+
+
+def test_encoder_gelu_approximate_selects_tanh():
+    enc = _encoder(activation="gelu_approximate")
+    enc.build()
+    act = enc.transformer_layers[0]._feedforward_intermediate_dense.activation
+    x = -2.7
+    value = float(act(tf.constant([x]))[0])
+    assert abs(value - float(_gelu_tanh(x))) < 1e-6
+    assert abs(value - 0.5 * x * (1 + math.erf(x / math.sqrt(2)))) > 1e-4
+    xs = np.linspace(-6, 6, 241).astype(np.float32)
+    np.testing.assert_allclose(act(tf.constant(xs)).numpy(), _gelu_tanh(xs), atol=2e-6)
+
+
+def test_encoders_share_embedding_variables():
+    shared = _embeddings(vocab_size=50, embedding_size=16)
+    discriminator = _encoder(hidden_size=32, embeddings=shared)
+    generator = _encoder(hidden_size=8, num_heads=1, intermediate_size=32, embeddings=shared)
+    discriminator.build()
+    generator.build()
+    for name in ("word_embeddings", "token_type_embeddings"):
+        assert (getattr(discriminator.embeddings, name).embeddings
+                is getattr(generator.embeddings, name).embeddings)
+    assert (discriminator.embeddings.position_embeddings.position_embeddings
+            is generator.embeddings.position_embeddings.position_embeddings)
+    assert discriminator.embeddings.layer_norm.gamma is generator.embeddings.layer_norm.gamma
+    assert discriminator.embeddings.layer_norm.beta is generator.embeddings.layer_norm.beta
+    shared_ids = {id(v) for v in discriminator.weights} & {id(v) for v in generator.weights}
+    assert shared_ids == {id(v) for v in shared.weights}
+    assert len(shared_ids) == 5  # three tables + LayerNorm gamma/beta; projections not shared
+    assert discriminator.embeddings_project is not generator.embeddings_project
+    # An update through one network is seen by the other.
+    ids, mask, seg = _ids(1, 4, 50, seed=9), tf.ones([1, 4], tf.int32), tf.zeros([1, 4], tf.int32)
+    before = generator(ids, mask, seg).numpy()
+    discriminator.embeddings.word_embeddings.embeddings.assign_add(
+        tf.random.stateless_normal([50, 16], seed=[10, 0]))
+    assert np.abs(generator(ids, mask, seg).numpy() - before).max() > 1e-3
+
+
+def test_encoder_padding_ids_do_not_change_real_positions():
+    enc = _encoder()
+    ids = _ids(2, 8, 50, seed=11).numpy()
+    mask = np.array([[1] * 5 + [0] * 3, [1] * 8])
+    seg = np.zeros([2, 8], np.int32)
+    changed = ids.copy()
+    changed[0, 5:] = (ids[0, 5:] + 17) % 50
+    a = enc(tf.constant(ids), tf.constant(mask), tf.constant(seg), training=False).numpy()
+    b = enc(tf.constant(changed), tf.constant(mask), tf.constant(seg), training=False).numpy()
+    np.testing.assert_allclose(a[0, :5], b[0, :5], atol=1e-6)
+    np.testing.assert_allclose(a[1], b[1], atol=1e-6)
+    assert np.abs(a[0, 5:] - b[0, 5:]).max() > 1e-3  # the padded positions themselves change
+
+
+def test_encoder_config_round_trip():
+    enc = _encoder(hidden_dropout=0.2, attention_dropout=0.3, activation="gelu_approximate")
+    config = enc.get_config()
+    clone = ElectraEncoder.from_config(config)
+    assert isinstance(clone.embeddings, ElectraEmbeddings)
+    assert clone.embeddings.embedding_size == 16
+    assert clone.get_config() == config
+    clone.build()
+    assert clone.transformer_layers[0]._self_attention_layer.dropout == pytest.approx(0.3)
+    assert clone.transformer_layers[0]._feedforward_dropout.rate == pytest.approx(0.2)
+
+
+# ----------------------------------------------------------------------------------------------
+# DiscriminatorHead
+# ----------------------------------------------------------------------------------------------
+
+def test_discriminator_head_shape_dtype_and_values():
+    head = DiscriminatorHead(16)
+    x = tf.random.stateless_normal([3, 7, 16], seed=[12, 0])
+    logits = head(x)
+    assert logits.shape == (3, 7)
+    assert logits.dtype == tf.float32
+    assert tuple(head.dense_prediction.kernel.shape) == (16, 1)
+    assert tuple(head.dense.kernel.shape) == (16, 16)
+    hidden = _gelu_exact(x.numpy() @ head.dense.kernel.numpy() + head.dense.bias.numpy())
+    expected = (hidden @ head.dense_prediction.kernel.numpy()
+                + head.dense_prediction.bias.numpy())[..., 0]
+    np.testing.assert_allclose(logits.numpy(), expected, atol=1e-5)
+    # dense: truncated normal 0.02; dense_prediction: glorot uniform bound sqrt(6 / (16 + 1)).
+    assert np.abs(head.dense.kernel.numpy()).max() <= 2 * INIT_STD + 1e-6
+    assert np.abs(head.dense_prediction.kernel.numpy()).max() <= math.sqrt(6 / 17) + 1e-7
+    assert np.abs(head.dense_prediction.kernel.numpy()).max() > 2 * INIT_STD
+
+
+def test_discriminator_head_float32_under_mixed_precision():
+    head = DiscriminatorHead(16, dtype="mixed_bfloat16")
+    logits = head(tf.random.stateless_normal([2, 5, 16], seed=[13, 0]))
+    assert logits.shape == (2, 5)
+    assert logits.dtype == tf.float32
+
+
+def test_discriminator_head_config_round_trip():
+    head = DiscriminatorHead(12, activation="gelu_approximate", initializer_range=0.05, name="rtd")
+    config = head.get_config()
+    assert config["hidden_size"] == 12
+    assert config["activation"] == "gelu_approximate"
+    assert config["initializer_range"] == 0.05
+    clone = DiscriminatorHead.from_config(config)
+    assert clone.get_config() == config
+    again = keras.layers.deserialize(keras.layers.serialize(head))
+    assert type(again) is DiscriminatorHead and again.get_config() == config
+    x = tf.random.stateless_normal([2, 4, 12], seed=[14, 0])
+    expected = head(x)
+    clone.build()
+    clone.set_weights(head.get_weights())
+    np.testing.assert_allclose(clone(x).numpy(), expected.numpy(), atol=1e-6)

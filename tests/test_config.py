@@ -1,0 +1,287 @@
+"""Tests for electra_tf.config: paper sizes, original defaults, strict loading and overrides."""
+
+import dataclasses
+
+import pytest
+
+from electra_tf.config import (
+    ConfigError,
+    ElectraConfig,
+    ModelConfig,
+    ObjectiveConfig,
+    OptimizerConfig,
+    apply_overrides,
+    load_config,
+)
+
+
+def _sizes(model):
+    return dict(hidden=model.hidden_size, embedding=model.embedding_size, layers=model.num_layers,
+                heads=model.num_heads, ffn=model.intermediate_size)
+
+
+# ----------------------------------------------------------------------------------------------
+# Paper Table 6 sizes and the generator sizing rule (reference sections 2.2 and 2.5).
+# ----------------------------------------------------------------------------------------------
+
+def test_small_matches_table6():
+    config = load_config("model/small")
+    assert _sizes(config.model) == dict(hidden=256, embedding=128, layers=12, heads=4, ffn=1024)
+    assert config.model.vocab_size == 30522
+    assert config.model.generator_fraction == pytest.approx(0.25)
+    assert config.objective.mask_prob == pytest.approx(0.15)
+    gen = config.model.generator_config()
+    assert _sizes(gen) == dict(hidden=64, embedding=128, layers=12, heads=1, ffn=256)
+    # The discriminator's config is not changed by deriving the generator's.
+    assert config.model.hidden_size == 256 and config.model.num_heads == 4
+
+
+def test_base_matches_table6():
+    config = load_config("model/base")
+    assert _sizes(config.model) == dict(hidden=768, embedding=768, layers=12, heads=12, ffn=3072)
+    assert config.objective.mask_prob == pytest.approx(0.15)
+    gen = config.model.generator_config()
+    assert _sizes(gen) == dict(hidden=256, embedding=768, layers=12, heads=4, ffn=1024)
+
+
+def test_large_matches_table6():
+    config = load_config("model/large")
+    assert _sizes(config.model) == dict(hidden=1024, embedding=1024, layers=24, heads=16, ffn=4096)
+    assert config.objective.mask_prob == pytest.approx(0.25)
+    gen = config.model.generator_config()
+    assert _sizes(gen) == dict(hidden=256, embedding=1024, layers=24, heads=4, ffn=1024)
+
+
+def test_tiny_loads_and_validates():
+    config = load_config("model/tiny")
+    assert isinstance(config, ElectraConfig)
+    assert _sizes(config.model) == dict(hidden=64, embedding=32, layers=2, heads=1, ffn=256)
+    assert config.model.vocab_size == 1000
+    config.validate()  # no error
+    gen = config.model.generator_config()
+    assert gen.hidden_size == 32 and gen.num_heads == 1 and gen.intermediate_size == 128
+    gen.validate()
+
+
+def test_head_size_is_64_for_paper_sizes():
+    for name in ("small", "base", "large"):
+        model = load_config(f"model/{name}").model
+        assert model.hidden_size // model.num_heads == 64, name
+        assert model.intermediate_size == 4 * model.hidden_size, name
+
+
+# ----------------------------------------------------------------------------------------------
+# Defaults of the original implementation.
+# ----------------------------------------------------------------------------------------------
+
+def test_model_defaults_match_original():
+    m = ModelConfig()
+    assert m.layer_norm_epsilon == 1e-12
+    assert m.activation == "gelu"
+    assert m.initializer_range == 0.02
+    assert m.hidden_dropout == 0.1
+    assert m.attention_dropout == 0.1
+    assert m.max_position_embeddings == 512
+    assert m.type_vocab_size == 2
+    assert m.vocab_size == 30522
+    assert m.untied_generator_embeddings is False
+
+
+def test_objective_defaults_match_original():
+    o = ObjectiveConfig()
+    assert o.mask_prob == 0.15
+    assert o.mask_token_rate == 0.85
+    assert o.disc_weight == 50.0
+    assert o.gen_weight == 1.0
+    assert o.temperature == 1.0
+    assert o.electra_objective is True
+    assert o.disallow_correct is False
+    assert o.uniform_generator is False
+
+
+def test_optimizer_defaults_match_original():
+    opt = OptimizerConfig()
+    assert opt.epsilon == 1e-6
+    assert opt.weight_decay == 0.01
+    assert opt.clip_norm == 1.0
+    assert opt.warmup_steps == 10000
+    assert opt.learning_rate == 5e-4
+    assert opt.bias_correction is False
+    assert opt.beta_1 == 0.9 and opt.beta_2 == 0.999
+    assert opt.lr_decay_power == 1.0
+
+
+def test_default_config_validates():
+    ElectraConfig().validate()
+
+
+# ----------------------------------------------------------------------------------------------
+# Strict loading.
+# ----------------------------------------------------------------------------------------------
+
+def test_unknown_key_in_yaml_names_the_key(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("model:\n  hidden_size: 64\n  hiden_layers_typo: 3\n")
+    with pytest.raises(ConfigError, match="hiden_layers_typo"):
+        load_config(str(path))
+
+
+def test_unknown_section_in_yaml_names_the_section(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("modle:\n  hidden_size: 64\n")
+    with pytest.raises(ConfigError, match="modle"):
+        load_config(str(path))
+
+
+def test_later_files_win(tmp_path):
+    path = tmp_path / "more.yaml"
+    path.write_text("model:\n  num_layers: 3\noptimizer:\n  learning_rate: 2e-4\n")
+    config = load_config("model/small", str(path))
+    assert config.model.num_layers == 3
+    assert config.model.hidden_size == 256  # from small.yaml, untouched
+    # "2e-4" is a string to YAML 1.1; it must still be coerced to a float.
+    assert isinstance(config.optimizer.learning_rate, float)
+    assert config.optimizer.learning_rate == pytest.approx(2e-4)
+
+
+def test_missing_file_is_config_error():
+    with pytest.raises(ConfigError, match="no_such_config"):
+        load_config("model/no_such_config")
+
+
+# ----------------------------------------------------------------------------------------------
+# Overrides.
+# ----------------------------------------------------------------------------------------------
+
+def test_apply_overrides_with_types():
+    config = apply_overrides(ElectraConfig(), [
+        "model.num_layers=4", "optimizer.learning_rate=1e-3", "objective.disallow_correct=true"])
+    assert config.model.num_layers == 4 and type(config.model.num_layers) is int
+    assert config.optimizer.learning_rate == pytest.approx(1e-3)
+    assert type(config.optimizer.learning_rate) is float
+    assert config.objective.disallow_correct is True
+    # Untouched fields keep their defaults; the input config is not mutated.
+    assert config.model.hidden_size == 256
+    assert ElectraConfig().model.num_layers == 12
+
+
+def test_apply_overrides_optional_int_and_none():
+    config = apply_overrides(ElectraConfig(), ["model.generator_hidden_size=128"])
+    assert config.model.generator_hidden_size == 128
+    config = apply_overrides(config, ["model.generator_hidden_size=null"])
+    assert config.model.generator_hidden_size is None
+
+
+@pytest.mark.parametrize("override", ["model.num_layers", "num_layers=3"])
+def test_malformed_override(override):
+    with pytest.raises(ConfigError):
+        apply_overrides(ElectraConfig(), [override])
+
+
+def test_override_unknown_key_and_section():
+    with pytest.raises(ConfigError, match="num_layer"):
+        apply_overrides(ElectraConfig(), ["model.num_layer=3"])
+    with pytest.raises(ConfigError, match="modl"):
+        apply_overrides(ElectraConfig(), ["modl.num_layers=3"])
+
+
+@pytest.mark.parametrize("override, key", [
+    ("model.num_layers=abc", "model.num_layers"),
+    ("model.num_layers=2.5", "model.num_layers"),
+    ("optimizer.learning_rate=fast", "optimizer.learning_rate"),
+    ("objective.disallow_correct=maybe", "objective.disallow_correct"),
+])
+def test_override_wrong_type_names_key(override, key):
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        apply_overrides(ElectraConfig(), [override])
+
+
+def test_load_config_applies_overrides_after_files():
+    config = load_config("model/small", overrides=["model.num_layers=2"])
+    assert config.model.num_layers == 2
+    assert config.model.generator_config().num_layers == 2
+
+
+# ----------------------------------------------------------------------------------------------
+# Validation.
+# ----------------------------------------------------------------------------------------------
+
+def test_hidden_not_divisible_by_heads():
+    with pytest.raises(ConfigError, match="divisible"):
+        load_config("model/small", overrides=["model.num_heads=3"])
+
+
+@pytest.mark.parametrize("value", ["1.5", "0", "1.0", "-0.1"])
+def test_mask_prob_out_of_range(value):
+    with pytest.raises(ConfigError, match="mask_prob"):
+        load_config("model/tiny", overrides=[f"objective.mask_prob={value}"])
+
+
+def test_other_validation_errors():
+    with pytest.raises(ConfigError, match="num_layers"):
+        load_config("model/tiny", overrides=["model.num_layers=0"])
+    with pytest.raises(ConfigError, match="activation"):
+        load_config("model/tiny", overrides=["model.activation=swish"])
+    with pytest.raises(ConfigError, match="temperature"):
+        load_config("model/tiny", overrides=["objective.temperature=0"])
+    with pytest.raises(ConfigError, match="train_steps"):
+        load_config("model/tiny", overrides=["optimizer.train_steps=0"])
+
+
+# ----------------------------------------------------------------------------------------------
+# YAML round trip.
+# ----------------------------------------------------------------------------------------------
+
+def test_to_yaml_round_trip(tmp_path):
+    config = load_config("model/base", overrides=[
+        "model.generator_num_layers=6", "model.activation=gelu_approximate",
+        "objective.disallow_correct=true", "objective.temperature=0.5",
+        "optimizer.learning_rate=2e-4", "optimizer.bias_correction=true"])
+    path = tmp_path / "dumped.yaml"
+    path.write_text(config.to_yaml())
+    reloaded = load_config(str(path))
+    assert reloaded == config
+    assert reloaded.model.generator_hidden_size is None
+    assert reloaded.model.generator_num_layers == 6
+    assert reloaded.optimizer.learning_rate == 2e-4
+
+
+def test_default_config_yaml_round_trip(tmp_path):
+    path = tmp_path / "default.yaml"
+    path.write_text(ElectraConfig().to_yaml())
+    assert load_config(str(path)) == ElectraConfig()
+
+
+# ----------------------------------------------------------------------------------------------
+# Explicit generator sizes and untied embeddings.
+# ----------------------------------------------------------------------------------------------
+
+def test_explicit_generator_sizes_win_over_fraction():
+    model = dataclasses.replace(
+        load_config("model/small").model, generator_hidden_size=128, generator_num_heads=8,
+        generator_intermediate_size=300, generator_num_layers=3)
+    gen = model.generator_config()
+    assert gen.hidden_size == 128
+    assert gen.num_heads == 8
+    assert gen.intermediate_size == 300
+    assert gen.num_layers == 3
+    assert gen.embedding_size == 128  # tied: the discriminator's E
+
+
+def test_explicit_generator_width_drives_derived_sizes():
+    model = load_config("model/small", overrides=["model.generator_hidden_size=128"]).model
+    gen = model.generator_config()
+    assert gen.hidden_size == 128
+    assert gen.num_heads == 2       # 128 // 64
+    assert gen.intermediate_size == 512  # 4 * 128
+    assert gen.num_layers == 12
+
+
+def test_untied_generator_embeddings_use_generator_width():
+    model = load_config("model/small", overrides=["model.untied_generator_embeddings=true"]).model
+    gen = model.generator_config()
+    assert gen.hidden_size == 64
+    assert gen.embedding_size == 64
+    assert model.embedding_size == 128  # discriminator unchanged
+    tied = load_config("model/small").model.generator_config()
+    assert tied.embedding_size == 128
