@@ -1,6 +1,7 @@
 """Configuration as plain data: dataclasses, strict YAML loading and `key=value` overrides.
 
-A config file is YAML with one mapping per section (`model`, `objective`, `optimizer`). Every
+A config file is YAML with one mapping per section (`model`, `objective`, `optimizer`, `run`),
+and optionally `include:` naming config files to read first (e.g. `include: model/small`). Every
 key must name a field of its section; an unknown key is an error that names it. Values are
 coerced to the field's type, so `learning_rate: 5e-4` (a string to YAML 1.1) reads as a float.
 """
@@ -123,16 +124,41 @@ class OptimizerConfig:
 
 
 @dataclasses.dataclass
+class RunConfig:
+    """How a pretraining run is fed and driven: shapes, batch, vocabulary, checkpoints, logs."""
+
+    max_seq_length: int = 128
+    train_batch_size: int = 128  # global, over all replicas
+    shuffle_buffer: int = 1000
+    vocab_file: str = ""  # when set, vocab_size and special token ids are taken from it
+    save_checkpoints_steps: int = 1000
+    keep_checkpoint_max: int = 5
+    log_every_steps: int = 100
+    steps_per_execution: int = 1
+
+    def validate(self) -> None:
+        for name in ("max_seq_length", "train_batch_size", "shuffle_buffer",
+                     "save_checkpoints_steps", "keep_checkpoint_max", "log_every_steps",
+                     "steps_per_execution"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"run.{name} must be positive, got {getattr(self, name)}")
+
+
+@dataclasses.dataclass
 class ElectraConfig:
     """Everything a pretraining run needs to build its model, objective and optimizer."""
 
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
     objective: ObjectiveConfig = dataclasses.field(default_factory=ObjectiveConfig)
     optimizer: OptimizerConfig = dataclasses.field(default_factory=OptimizerConfig)
+    run: RunConfig = dataclasses.field(default_factory=RunConfig)
 
     def validate(self) -> "ElectraConfig":
         for section in dataclasses.fields(self):
             getattr(self, section.name).validate()
+        if self.run.max_seq_length > self.model.max_position_embeddings:
+            raise ConfigError(f"run.max_seq_length {self.run.max_seq_length} is above "
+                              f"model.max_position_embeddings {self.model.max_position_embeddings}")
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -221,17 +247,28 @@ def resolve_config_path(path: str) -> str:
     raise ConfigError(f"config file not found: {path}")
 
 
+def _apply_file(config: ElectraConfig, path: str, including: tuple[str, ...] = ()) -> ElectraConfig:
+    """Applies one YAML file, after the files its `include:` key names (relative to configs/)."""
+    resolved = resolve_config_path(path)
+    if resolved in including:
+        raise ConfigError(f"{resolved} includes itself")
+    with open(resolved) as f:
+        try:
+            values = yaml.safe_load(f) or {}
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{resolved} is not valid YAML: {e}") from None
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"{resolved} must hold a mapping of sections")
+    values = dict(values)
+    includes = values.pop("include", [])
+    for include in [includes] if isinstance(includes, str) else includes:
+        config = _apply_file(config, include, including + (resolved,))
+    return apply_dict(config, values, resolved)
+
+
 def load_config(*paths: str, overrides: Iterable[str] = ()) -> ElectraConfig:
     """Reads YAML files in order (later ones win), then overrides, then validates."""
     config = ElectraConfig()
     for path in paths:
-        resolved = resolve_config_path(path)
-        with open(resolved) as f:
-            try:
-                values = yaml.safe_load(f) or {}
-            except yaml.YAMLError as e:
-                raise ConfigError(f"{resolved} is not valid YAML: {e}") from None
-        if not isinstance(values, Mapping):
-            raise ConfigError(f"{resolved} must hold a mapping of sections")
-        config = apply_dict(config, values, resolved)
+        config = _apply_file(config, path)
     return apply_overrides(config, overrides).validate()

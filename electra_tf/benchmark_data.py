@@ -1,0 +1,168 @@
+r"""Times pretraining-data building against Hugging Face `tokenizers`; prints JSON lines.
+
+  python -m electra_tf.benchmark_data --num_processes 2
+
+Writes the embedded corpus (Python's own documentation, `--copies` times over so the timings are
+not dominated by start-up) into a temporary directory, learns a vocabulary from it (or takes
+`--vocab_file`), then in the same run measures, one JSON line each:
+
+- our dataset building (tokenize + pack + write TFRecords) with 1 process and with
+  `--num_processes` processes: `tokens_per_s` is end to end (process start-up, TensorFlow import
+  and tokenizer tracing included), `busy_tokens_per_s_per_process` divides by the time the
+  processes spent writing their shards (start-up excluded);
+- our in-graph tokenizer alone (one TensorFlow thread), batches of 2,000 lines;
+- HF `tokenizers` BertWordPieceTokenizer (same vocab file, same lower-casing and accent
+  settings) batch-encoding the same lines, with RAYON_NUM_THREADS=1 and with all cores, plus the
+  share of lines on which its ids equal ours.
+
+Tokens are WordPiece tokens of the corpus lines ([CLS]/[SEP] not counted). A benchmark, never a
+test: numbers depend on the machine.
+"""
+
+import json
+import os
+import sys
+import tempfile
+import time
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("vocab_file", None, "Vocabulary to use (default: learn one from the corpus).")
+flags.DEFINE_integer("vocab_size", 8000, "Target size when learning the vocabulary.")
+flags.DEFINE_integer("num_processes", None, "Processes of the parallel build (default: CPUs).")
+flags.DEFINE_integer("copies", 8, "How many times the embedded corpus is written.")
+flags.DEFINE_integer("max_seq_length", 128, "Example length of the builds.")
+flags.DEFINE_bool("lower_case", True, "Lower-case (both tokenizers).")
+flags.DEFINE_bool("strip_accents", None, "Strip accents (default: same as --lower_case).")
+
+
+def emit(record: dict) -> None:
+    print(json.dumps(record), flush=True)
+
+
+def _hf_encode(vocab_file, corpus_dir, lower_case, strip_accents, compare_lines):
+    """Runs in a fresh process (RAYON_NUM_THREADS is read when the thread pool starts)."""
+    from tokenizers import BertWordPieceTokenizer
+
+    from electra_tf.data.corpus import read_documents
+
+    lines = [line for document in read_documents(corpus_dir) for line in document]
+    tokenizer = BertWordPieceTokenizer(vocab_file, lowercase=lower_case,
+                                       strip_accents=strip_accents)
+    tokenizer.encode_batch(lines[:1000], add_special_tokens=False)  # warm-up
+    start = time.perf_counter()
+    encodings = tokenizer.encode_batch(lines, add_special_tokens=False)
+    seconds = time.perf_counter() - start
+    tokens = sum(len(e.ids) for e in encodings)
+    return tokens, seconds, len(lines), [e.ids for e in encodings[:compare_lines]]
+
+
+def _in_fresh_process(env: dict, fn, *args):
+    import concurrent.futures
+    import multiprocessing
+
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        with concurrent.futures.ProcessPoolExecutor(
+                1, mp_context=multiprocessing.get_context("spawn")) as executor:
+            future = executor.submit(fn, *args)
+            return future.result()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def main(argv):
+    del argv
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from absl import logging
+    logging.set_verbosity(logging.WARNING)
+
+    from electra_tf.data import corpus as corpus_lib
+    from electra_tf.data import pretraining_data
+    from electra_tf.data.tokenization import learn_vocabulary
+
+    cpus = os.cpu_count() or 1
+    num_processes = FLAGS.num_processes or cpus
+    strip_accents = FLAGS.lower_case if FLAGS.strip_accents is None else FLAGS.strip_accents
+    with tempfile.TemporaryDirectory() as work:
+        corpus_dir = os.path.join(work, "corpus")
+        documents = corpus_lib.embedded_documents()
+        os.makedirs(corpus_dir)
+        num_files = 4
+        for i in range(num_files):
+            with open(os.path.join(corpus_dir, f"python_docs-{i:02d}.txt"), "w",
+                      encoding="utf-8") as f:
+                text = "".join("\n".join(doc) + "\n\n" for doc in documents[i::num_files])
+                f.write(text * FLAGS.copies)
+        one_copy = [line for doc in documents for line in doc]
+        emit({"measure": "corpus", "documents": len(documents) * FLAGS.copies,
+              "lines": len(one_copy) * FLAGS.copies,
+              "words": sum(len(l.split()) for l in one_copy) * FLAGS.copies,
+              "bytes": sum(os.path.getsize(os.path.join(corpus_dir, n))
+                           for n in os.listdir(corpus_dir)),
+              "copies": FLAGS.copies, "cpus": cpus})
+
+        vocab_file = FLAGS.vocab_file
+        if vocab_file is None:
+            vocab_file = os.path.join(work, "vocab.txt")
+            start = time.perf_counter()
+            vocabulary = learn_vocabulary(one_copy, FLAGS.vocab_size, vocab_file,
+                                          FLAGS.lower_case, strip_accents)
+            emit({"measure": "learn_vocabulary", "target_size": FLAGS.vocab_size,
+                  "size": len(vocabulary), "seconds": round(time.perf_counter() - start, 3)})
+
+        for processes in sorted({1, num_processes}):
+            summary = pretraining_data.build_pretraining_data(
+                output_dir=os.path.join(work, f"out{processes}"), vocab_file=vocab_file,
+                corpus=corpus_dir, max_seq_length=FLAGS.max_seq_length,
+                num_processes=processes, num_shards=max(processes, 2),
+                lower_case=FLAGS.lower_case, strip_accents=strip_accents)
+            tokens = summary.stats.tokens
+            emit({"measure": "build_pretraining_data", "impl": "electra_tf",
+                  "processes": summary.num_processes, "tokens": tokens,
+                  "examples": summary.stats.examples, "seconds": round(summary.seconds, 3),
+                  "tokens_per_s": round(summary.tokens_per_s),
+                  "tokens_per_s_per_process": round(summary.tokens_per_s / summary.num_processes),
+                  "busy_seconds": round(summary.busy_seconds, 3),
+                  "busy_tokens_per_s_per_process": round(tokens / summary.busy_seconds)})
+
+        import tensorflow as tf
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+        writer = pretraining_data.ShardWriter(pretraining_data.BuildSettings(
+            vocab_file, work, FLAGS.max_seq_length, FLAGS.lower_case, strip_accents, 0, 1))
+        lines = one_copy * FLAGS.copies
+        batch = pretraining_data.TOKENIZE_BATCH_LINES
+        writer.tokenize(one_copy[:batch])  # trace
+        start = time.perf_counter()
+        tokens = 0
+        for i in range(0, len(lines), batch):
+            tokens += sum(map(len, writer.tokenize(lines[i:i + batch])))
+        seconds = time.perf_counter() - start
+        ours = [ids for i in range(0, len(one_copy), batch)
+                for ids in writer.tokenize(one_copy[i:i + batch])]
+        emit({"measure": "tokenize", "impl": "electra_tf (keras-hub/tensorflow-text, in graph)",
+              "threads": 1, "tokens": tokens, "seconds": round(seconds, 3),
+              "tokens_per_s": round(tokens / seconds)})
+
+        for threads in sorted({1, cpus}):
+            hf_tokens, seconds, n_lines, hf_ids = _in_fresh_process(
+                {"RAYON_NUM_THREADS": str(threads), "TOKENIZERS_PARALLELISM": "true"},
+                _hf_encode, vocab_file, corpus_dir, FLAGS.lower_case, strip_accents,
+                len(one_copy))
+            same = sum(a == b for a, b in zip(ours, hf_ids))
+            emit({"measure": "tokenize", "impl": "hf tokenizers BertWordPieceTokenizer",
+                  "threads": threads, "tokens": hf_tokens, "lines": n_lines,
+                  "seconds": round(seconds, 3), "tokens_per_s": round(hf_tokens / seconds),
+                  "tokens_per_s_per_thread": round(hf_tokens / seconds / threads),
+                  "lines_identical_to_ours": round(same / len(one_copy), 4)})
+
+
+if __name__ == "__main__":
+    app.run(main)

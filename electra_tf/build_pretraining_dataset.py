@@ -1,0 +1,72 @@
+r"""Builds ELECTRA pretraining TFRecords from text files or a TFDS dataset.
+
+  python -m electra_tf.build_pretraining_dataset --corpus 'data/*.txt' \
+      --vocab_file vocab.txt --output_dir pretrain_tfrecords --max_seq_length 128
+
+Text files: one sentence per line, a blank line between documents (the original's format).
+Writes `pretrain_data.tfrecord-<i>-of-<n>` (features input_ids, input_mask, segment_ids: int64,
+length max_seq_length) and `pretrain_data.metadata.json`. The packing rules are the original's
+(10% single-segment examples, 5% random short target lengths, no example crosses a document,
+overflow past max_seq_length discarded); see electra_tf/data/pretraining_data.py.
+"""
+
+import os
+import sys
+
+from absl import app, flags, logging
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("corpus", None, "Text corpus: a directory (its files), a glob, or a "
+                    "comma-separated list of text files. One sentence per line, blank line "
+                    "between documents. Give this or --tfds_name.")
+flags.DEFINE_string("tfds_name", None, "TFDS dataset to read instead of --corpus, e.g. "
+                    "'wikipedia/20230601.en'; each example's text is one document.")
+flags.DEFINE_string("tfds_split", "train", "TFDS split (slicing allowed, e.g. 'train[:10%]').")
+flags.DEFINE_string("tfds_text_key", "text", "TFDS feature holding the text.")
+flags.DEFINE_string("tfds_data_dir", None, "TFDS data directory (default: TFDS's own).")
+flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt (one token per line) holding [PAD] "
+                    "[UNK] [CLS] [SEP] [MASK].")
+flags.DEFINE_string("output_dir", None, "Directory for the TFRecord shards and the metadata file.")
+flags.DEFINE_integer("max_seq_length", 128, "Tokens per example, [CLS] and [SEP]s included "
+                     "(5 to 512).")
+flags.DEFINE_integer("num_processes", None, "Worker processes (default: number of CPUs).")
+flags.DEFINE_integer("num_shards", None, "Output shards (default: about one per 256 MiB of "
+                     "text, at least --num_processes, at most 1000).")
+flags.DEFINE_bool("lower_case", True, "Lower-case the text (uncased vocabulary).")
+flags.DEFINE_bool("strip_accents", None, "Strip accents (default: same as --lower_case).")
+flags.DEFINE_integer("seed", 0, "Random seed: the same seed and corpus give the same examples.")
+flags.DEFINE_bool("overwrite", False, "Replace the shards and metadata of an earlier build in "
+                  "--output_dir (without it, such a directory is refused).")
+flags.DEFINE_float("log_every_s", 10.0, "Seconds between progress lines.")
+
+
+def main(argv):
+    if len(argv) > 1:
+        sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from electra_tf.data.corpus import CorpusError
+    from electra_tf.data.pretraining_data import DatasetBuildError, build_pretraining_data
+    from electra_tf.data.tokenization import VocabularyError
+
+    logging.set_verbosity(logging.INFO)
+    missing = [name for name in ("vocab_file", "output_dir") if not FLAGS[name].value]
+    if missing:
+        sys.exit(f"error: --{' and --'.join(missing)} required")
+    if bool(FLAGS.corpus) == bool(FLAGS.tfds_name):
+        sys.exit("error: give exactly one of --corpus or --tfds_name")
+    try:
+        summary = build_pretraining_data(
+            output_dir=FLAGS.output_dir, vocab_file=FLAGS.vocab_file, corpus=FLAGS.corpus,
+            tfds_name=FLAGS.tfds_name, tfds_split=FLAGS.tfds_split,
+            tfds_text_key=FLAGS.tfds_text_key, tfds_data_dir=FLAGS.tfds_data_dir,
+            max_seq_length=FLAGS.max_seq_length, num_processes=FLAGS.num_processes,
+            num_shards=FLAGS.num_shards, lower_case=FLAGS.lower_case,
+            strip_accents=FLAGS.strip_accents, seed=FLAGS.seed, overwrite=FLAGS.overwrite,
+            log_every_s=FLAGS.log_every_s)
+    except (CorpusError, DatasetBuildError, VocabularyError) as e:
+        sys.exit(f"error: {e}")
+    print(summary.line(), flush=True)
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,343 @@
+"""Pretraining corpora: plain-text files, TFDS text datasets and a small embedded demo corpus.
+
+Text files use the original's format (reference notes section 4.1): one "sentence" per line, a
+blank (or whitespace-only) line ends a document, and so does the end of a file. Lines are
+decoded as UTF-8 (undecodable bytes dropped, as the original's `convert_to_unicode` does) and
+stripped.
+
+Large files are read in byte ranges (`TextBlock`) so that several processes can share one file:
+a block owns the documents whose first line starts inside it, so every document is read exactly
+once, whole, by one block, and the split depends on the file alone (not on the number of
+processes). Local paths are read with Python's `open`; other paths (gs://, ...) through
+`tf.io.gfile`.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import glob as globlib
+import os
+import sysconfig
+from typing import Iterable, Iterator
+
+from absl import logging
+
+BLOCK_BYTES = 1 << 20  # documents are handed out to processes in blocks of about 1 MiB
+EMBEDDED_SKIP_DIRS = frozenset({"test", "tests", "idlelib", "site-packages", "__pycache__"})
+
+
+class CorpusError(ValueError):
+    """A corpus that cannot be read: nothing matches, a file is missing, or it holds no text."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Files
+
+
+def _is_remote(path: str) -> bool:
+    return "://" in path
+
+
+def _open_binary(path: str):
+    if _is_remote(path):
+        import tensorflow as tf
+        return tf.io.gfile.GFile(path, "rb")
+    return open(path, "rb")
+
+
+def file_size(path: str) -> int:
+    if _is_remote(path):
+        import tensorflow as tf
+        return tf.io.gfile.stat(path).length
+    return os.path.getsize(path)
+
+
+def _isdir(path: str) -> bool:
+    if _is_remote(path):
+        import tensorflow as tf
+        return tf.io.gfile.isdir(path)
+    return os.path.isdir(path)
+
+
+def _glob(pattern: str) -> list[str]:
+    if _is_remote(pattern):
+        import tensorflow as tf
+        return [p for p in tf.io.gfile.glob(pattern) if not tf.io.gfile.isdir(p)]
+    return [p for p in globlib.glob(pattern) if os.path.isfile(p)]
+
+
+def corpus_files(paths_or_glob: str | Iterable[str]) -> list[str]:
+    """The text files of a corpus, in a deterministic order.
+
+    `paths_or_glob` is a directory (its non-hidden files, sorted, not recursive), a glob
+    pattern (matches sorted), a file, or a comma-separated list (or a list) of those; the
+    order of the items is kept and duplicates are dropped.
+    """
+    items = paths_or_glob.split(",") if isinstance(paths_or_glob, str) else list(paths_or_glob)
+    items = [item.strip() for item in items if item and item.strip()]
+    if not items:
+        raise CorpusError("no corpus given (pass a directory, a glob or a comma-separated list "
+                          "of text files)")
+    files: list[str] = []
+    for item in items:
+        if any(c in item for c in "*?["):
+            matches = sorted(_glob(item))
+            if not matches:
+                raise CorpusError(f"corpus pattern {item!r} matches no files")
+        elif _isdir(item):
+            matches = sorted(_glob(os.path.join(glob_escape(item), "*")))
+            matches = [m for m in matches if not os.path.basename(m).startswith(".")]
+            if not matches:
+                raise CorpusError(f"corpus directory {item!r} holds no files")
+        elif _is_remote(item) or os.path.isfile(item):
+            matches = [item]
+        else:
+            raise CorpusError(f"corpus file not found: {item!r}")
+        files.extend(m for m in matches if m not in files)
+    return files
+
+
+def glob_escape(path: str) -> str:
+    return path if _is_remote(path) else globlib.escape(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading documents
+
+
+@dataclasses.dataclass(frozen=True)
+class TextBlock:
+    """The documents whose first line starts in bytes [start, end) of a file (end None: EOF).
+
+    `file_index` and `block_index` identify the block within its corpus; the pretraining-data
+    builder seeds one random stream per block from them.
+    """
+
+    path: str
+    start: int = 0
+    end: int | None = None
+    file_index: int = 0
+    block_index: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"file{self.file_index}:block{self.block_index}"
+
+    @property
+    def size(self) -> int:
+        return (self.end if self.end is not None else file_size(self.path)) - self.start
+
+
+def split_into_blocks(files: list[str], block_bytes: int = BLOCK_BYTES) -> list[TextBlock]:
+    """Cuts each file into byte ranges of `block_bytes` (the last one may be shorter)."""
+    blocks = []
+    for file_index, path in enumerate(files):
+        size = file_size(path)
+        starts = range(0, max(size, 1), block_bytes)
+        for block_index, start in enumerate(starts):
+            end = min(start + block_bytes, size) if start + block_bytes < size else None
+            blocks.append(TextBlock(path, start, end, file_index, block_index))
+    return blocks
+
+
+def _decode(line: bytes) -> str:
+    return line.decode("utf-8", "ignore").strip()
+
+
+def _previous_line_is_blank(f, line_start: int) -> bool:
+    """Whether the line ending just before `line_start` (at its newline) holds only whitespace."""
+    end = line_start - 1  # the newline that ends the previous line
+    pos, chunks = end, []
+    while pos > 0:
+        step = min(pos, 1 << 16)
+        f.seek(pos - step)
+        chunk = f.read(step)
+        newline = chunk.rfind(b"\n")
+        if newline >= 0:
+            chunks.append(chunk[newline + 1:])
+            break
+        chunks.append(chunk)
+        pos -= step
+    f.seek(line_start)
+    return not _decode(b"".join(reversed(chunks)))
+
+
+def read_block_documents(block: TextBlock) -> Iterator[list[str]]:
+    """Yields the documents (lists of stripped, non-blank lines) that start in `block`."""
+    with _open_binary(block.path) as f:
+        if block.start > 0:
+            f.seek(block.start - 1)
+            f.readline()  # the rest of the line holding byte start-1: now at a line start >= start
+            line_start = f.tell()
+            if not _previous_line_is_blank(f, line_start):
+                while True:  # a document that began in an earlier block: skip to its end
+                    line = f.readline()
+                    if not line or not _decode(line):
+                        break
+        document: list[str] = []
+        while True:
+            line_start = f.tell()
+            line = f.readline()
+            if not line:
+                break
+            text = _decode(line)
+            if not text:
+                if document:
+                    yield document
+                    document = []
+            elif document or block.end is None or line_start < block.end:
+                document.append(text)
+            else:
+                return  # the next document starts in the next block
+        if document:
+            yield document
+
+
+def read_documents(paths_or_glob: str | Iterable[str]) -> Iterator[list[str]]:
+    """Yields the documents of text files as lists of lines (see the module docstring).
+
+    Raises CorpusError when nothing matches, a file is missing, or the corpus holds no text.
+    """
+    files = corpus_files(paths_or_glob)
+    found = False
+    for file_index, path in enumerate(files):
+        for document in read_block_documents(TextBlock(path, file_index=file_index)):
+            found = True
+            yield document
+    if not found:
+        raise CorpusError(f"corpus {describe(files)} holds no text (only empty or blank lines)")
+
+
+def check_has_text(files: list[str]) -> None:
+    """Raises CorpusError unless some file holds a non-blank line (stops at the first one)."""
+    for path in files:
+        with _open_binary(path) as f:
+            for line in f:
+                if _decode(line):
+                    return
+    raise CorpusError(f"corpus {describe(files)} holds no text (only empty or blank lines)")
+
+
+def describe(files: list[str]) -> str:
+    if len(files) <= 3:
+        return ", ".join(files)
+    return f"{files[0]}, ... ({len(files)} files)"
+
+
+# ---------------------------------------------------------------------------------------------
+# TFDS
+
+
+def _text_to_document(text) -> list[str]:
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "ignore")
+    return [line.strip() for line in text.split("\n") if line.strip()]
+
+
+def _load_tfds(name: str, split, text_key: str, data_dir: str | None):
+    import tensorflow_datasets as tfds
+
+    try:
+        dataset = tfds.load(name, split=split, data_dir=data_dir, shuffle_files=False)
+    except (tfds.core.registered.DatasetNotFoundError, ValueError, KeyError) as e:
+        first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CorpusError(f"cannot load TFDS dataset {name!r} split {str(split)!r}: {first_line}")
+    spec = dataset.element_spec
+    if not isinstance(spec, dict) or text_key not in spec:
+        keys = sorted(spec) if isinstance(spec, dict) else type(spec).__name__
+        raise CorpusError(f"TFDS dataset {name!r} has no feature {text_key!r} "
+                          f"(features: {keys}); pass --tfds_text_key")
+    return dataset
+
+
+def tfds_documents(name: str, split, text_key: str = "text",
+                   data_dir: str | None = None) -> Iterator[list[str]]:
+    """Yields documents from a TFDS text dataset: each example's text, split on newlines.
+
+    Blank lines inside an example are dropped (the example stays one document), as the
+    original does for OpenWebText. Raises CorpusError for an unknown dataset or text key.
+    """
+    import tensorflow_datasets as tfds
+
+    for example in tfds.as_numpy(_load_tfds(name, split, text_key, data_dir)):
+        document = _text_to_document(example[text_key])
+        if document:
+            yield document
+
+
+def check_tfds(name: str, split: str, text_key: str = "text", data_dir: str | None = None) -> int:
+    """Loads a TFDS split (preparing it if needed) and checks its text feature.
+
+    Returns the split's number of examples, 0 when unknown (e.g. under tfds.testing.mock_data).
+    """
+    import tensorflow_datasets as tfds
+
+    _load_tfds(name, split, text_key, data_dir)
+    try:
+        return int(tfds.builder(name, data_dir=data_dir).info.splits[split].num_examples)
+    except Exception:  # noqa: BLE001 - only a sizing hint
+        return 0
+
+
+def tfds_split_bytes(name: str, split: str, data_dir: str | None = None) -> int:
+    """Size of a prepared TFDS split in bytes, 0 if unknown (not prepared, mocked)."""
+    try:
+        import tensorflow_datasets as tfds
+        return int(tfds.builder(name, data_dir=data_dir).info.splits[split].num_bytes)
+    except Exception:  # noqa: BLE001 - only a sizing hint
+        return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The embedded demonstration corpus
+
+
+def embedded_documents() -> list[list[str]]:
+    """The English documentation shipped with Python, one document per text.
+
+    Module docstrings of the standard library's .py files (parsed with `ast`, never imported:
+    importing some modules has side effects), sorted by path, skipping test, idlelib and
+    site-packages directories; then the topics of `pydoc_data.topics`, sorted by name.
+    """
+    root = sysconfig.get_paths()["stdlib"]
+    documents = []
+    for directory, subdirs, names in os.walk(root):
+        subdirs[:] = sorted(d for d in subdirs if d not in EMBEDDED_SKIP_DIRS)
+        for name in sorted(names):
+            if not name.endswith(".py"):
+                continue
+            try:
+                with open(os.path.join(directory, name), "rb") as f:
+                    docstring = ast.get_docstring(ast.parse(f.read()))
+            except (SyntaxError, ValueError, UnicodeDecodeError, OSError):
+                continue
+            document = _text_to_document(docstring or "")
+            if document:
+                documents.append(document)
+    from pydoc_data.topics import topics
+    for name in sorted(topics):
+        document = _text_to_document(topics[name])
+        if document:
+            documents.append(document)
+    return documents
+
+
+def write_embedded_corpus(output_dir: str, num_files: int = 4) -> list[str]:
+    """Writes the embedded corpus as `num_files` text files; returns their paths.
+
+    Document i goes to file i % num_files. The output is deterministic for a given Python
+    installation (about 600 documents, 13,000 lines, 100,000 words for CPython 3.11).
+    """
+    documents = embedded_documents()
+    os.makedirs(output_dir, exist_ok=True)
+    paths = [os.path.join(output_dir, f"python_docs-{i:02d}-of-{num_files:02d}.txt")
+             for i in range(num_files)]
+    for i, path in enumerate(paths):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("".join("\n".join(doc) + "\n\n" for doc in documents[i::num_files]))
+    lines = sum(len(doc) for doc in documents)
+    words = sum(len(line.split()) for doc in documents for line in doc)
+    logging.info("embedded corpus: %d documents, %d lines, %d words in %d files under %s",
+                 len(documents), lines, words, num_files, output_dir)
+    return paths

@@ -1,0 +1,139 @@
+"""The pretraining input pipeline: TFRecord shards -> masked, batched examples with static shapes.
+
+files (shuffled each epoch) -> interleaved reads -> shuffle -> [skip to resume] -> parse -> batch
+(drop_remainder) -> dynamic masking -> prefetch.
+
+The stream is a pure function of the seed: file order, read order, shuffle buffer and masking
+(stateless, keyed by (seed, batch index)) are all seeded. Resuming at batch k therefore skips
+the first k batches' raw records, unparsed, and continues exactly as an uninterrupted run would.
+Under a strategy, `make_distributed_dataset` builds one pipeline per input pipeline (host), each
+reading its own subset of files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import tensorflow as tf
+
+from electra_tf.data.masking import mask_tokens, max_predictions_per_seq
+
+FEATURES = ("input_ids", "input_mask", "segment_ids")
+METADATA_FILE = "metadata.json"
+
+
+class DataError(ValueError):
+    """Pretraining data that cannot be read as asked."""
+
+
+def list_shards(patterns: str) -> list[str]:
+    """Sorted files matching a comma-separated list of globs (local or gs://)."""
+    files = []
+    for pattern in [p.strip() for p in patterns.split(",") if p.strip()]:
+        matched = tf.io.gfile.glob(pattern)
+        if not matched and tf.io.gfile.isdir(pattern):
+            matched = tf.io.gfile.glob(os.path.join(pattern, "*.tfrecord*"))
+        files += [f for f in matched if not f.endswith(".json")]
+    if not files:
+        raise DataError(f"no TFRecord files match {patterns!r}")
+    return sorted(set(files))
+
+
+def check_metadata(files: list[str], max_seq_length: int, vocab_size: int | None = None) -> None:
+    """Compares the dataset's metadata.json (if present) with what the run expects."""
+    for directory in sorted({os.path.dirname(f) for f in files}):
+        path = os.path.join(directory, METADATA_FILE)
+        if not tf.io.gfile.exists(path):
+            continue
+        with tf.io.gfile.GFile(path) as f:
+            metadata = json.load(f)
+        built = metadata.get("max_seq_length")
+        if built is not None and built != max_seq_length:
+            raise DataError(f"the TFRecords in {directory} were built with max_seq_length {built}, "
+                            f"but this run uses {max_seq_length}: rebuild the data or set "
+                            f"run.max_seq_length={built}")
+        built_vocab = metadata.get("vocab_size")
+        if vocab_size is not None and built_vocab is not None and built_vocab > vocab_size:
+            raise DataError(f"the TFRecords in {directory} use a vocabulary of {built_vocab} "
+                            f"tokens, more than the model's vocab_size {vocab_size}")
+
+
+def _parse(max_seq_length):
+    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in FEATURES}
+
+    def parse(records):  # a batch of serialized examples -> dict of int32 [batch, seq]
+        parsed = tf.io.parse_example(records, spec)
+        return {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
+
+    return parse
+
+
+def make_dataset(files: list[str], batch_size: int, max_seq_length: int, objective, *,
+                 seed: int = 0, training: bool = True, skip_batches: int = 0,
+                 shuffle_buffer: int = 1000, input_context: tf.distribute.InputContext | None = None):
+    """Masked batches for the pretrainer: dict of int32/float32 tensors with static shapes.
+
+    Args:
+      files: TFRecord shards (see `list_shards`).
+      batch_size: examples per batch of this pipeline (per replica under a strategy).
+      max_seq_length: length the records were built with.
+      objective: an `ObjectiveConfig` (mask rate, special ids, seed for masking).
+      seed: shuffling seed; the stream is a pure function of it.
+      training: shuffle and repeat forever; otherwise read once in order.
+      skip_batches: batches this pipeline already consumed (resume).
+      input_context: from `distribute_datasets_from_function`: read this pipeline's files only.
+    """
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        if len(files) < input_context.num_input_pipelines:
+            raise DataError(f"{len(files)} shards cannot feed {input_context.num_input_pipelines} "
+                            "input pipelines: build the data with more shards")
+        files = files[input_context.input_pipeline_id::input_context.num_input_pipelines]
+    dataset = tf.data.Dataset.from_tensor_slices(files)
+    if training:
+        dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True).repeat()
+    dataset = dataset.interleave(
+        tf.data.TFRecordDataset, cycle_length=min(4, len(files)), block_length=1,
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if training:
+        dataset = dataset.shuffle(shuffle_buffer, seed=seed + 1, reshuffle_each_iteration=True)
+    if skip_batches:
+        dataset = dataset.skip(skip_batches * batch_size)  # raw records: cheap, exact
+    dataset = dataset.batch(batch_size, drop_remainder=True)
+    dataset = dataset.map(_parse(max_seq_length), num_parallel_calls=tf.data.AUTOTUNE)
+
+    num_predictions = max_predictions_per_seq(objective.mask_prob, max_seq_length)
+    specials = [objective.cls_token_id, objective.sep_token_id, objective.mask_token_id]
+    pipeline_id = input_context.input_pipeline_id if input_context is not None else 0
+
+    def mask(batch_index, batch):
+        seed_pair = tf.stack([tf.cast(objective.seed * 1000 + pipeline_id, tf.int64), batch_index])
+        masked = mask_tokens(batch["input_ids"], batch["input_mask"], seed_pair,
+                             mask_prob=objective.mask_prob, max_predictions=num_predictions,
+                             mask_token_id=objective.mask_token_id, special_token_ids=specials,
+                             mask_token_rate=objective.mask_token_rate)
+        return {**batch, **masked}
+
+    indices = tf.data.Dataset.range(skip_batches, tf.int64.max)
+    dataset = tf.data.Dataset.zip(indices, dataset).map(mask, num_parallel_calls=tf.data.AUTOTUNE)
+    options = tf.data.Options()
+    options.deterministic = True
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+    return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
+
+
+def make_distributed_dataset(strategy, files, global_batch_size, max_seq_length, objective, *,
+                             seed=0, skip_global_batches=0, shuffle_buffer=1000):
+    """One pipeline per input pipeline (host) via `distribute_datasets_from_function`."""
+    if global_batch_size % strategy.num_replicas_in_sync:
+        raise DataError(f"global batch {global_batch_size} is not divisible by "
+                        f"{strategy.num_replicas_in_sync} replicas")
+
+    def dataset_fn(context):
+        per_replica = context.get_per_replica_batch_size(global_batch_size)
+        replicas_per_pipeline = strategy.num_replicas_in_sync // context.num_input_pipelines
+        return make_dataset(files, per_replica, max_seq_length, objective, seed=seed,
+                            skip_batches=skip_global_batches * replicas_per_pipeline,
+                            shuffle_buffer=shuffle_buffer, input_context=context)
+
+    return strategy.distribute_datasets_from_function(dataset_fn)

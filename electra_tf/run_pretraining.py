@@ -1,0 +1,263 @@
+r"""Pretrains ELECTRA: `python -m electra_tf.run_pretraining [flags]`.
+
+With no flags it runs a complete small demonstration on CPU: the documentation that ships with
+Python (standard-library module docstrings and pydoc topics) as the corpus, a WordPiece vocabulary
+learned from it, the tiny model, a few hundred steps; it writes TensorBoard events, checkpoints,
+the resolved config and a SavedModel of the discriminator under one run directory.
+
+Real runs:
+  python -m electra_tf.run_pretraining --config configs/pretrain/electra_small.yaml \
+      --data 'gs://bucket/pretrain_tfrecords/*' --vocab_file vocab.txt --model_dir gs://bucket/run \
+      --strategy tpu --tpu my-tpu --mixed_precision bf16
+
+Rerunning the same command continues from the newest checkpoint in --model_dir, at the exact
+batch where it stopped. SIGTERM (preemption) saves a checkpoint and exits 0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+
+from absl import app, flags, logging
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("config", None, "Config YAML (path, or name under configs/, e.g. "
+                    "pretrain/electra_small). Default: pretrain/demo.")
+flags.DEFINE_string("data", None, "TFRecord shards (glob, comma-separated globs or a directory; "
+                    "local or gs://). Default: build the embedded demonstration corpus.")
+flags.DEFINE_string("vocab_file", None, "vocab.txt of the data; sets vocab_size and the ids of "
+                    "[PAD] [UNK] [CLS] [SEP] [MASK]. Default: run.vocab_file of the config.")
+flags.DEFINE_string("model_dir", None, "Run directory: checkpoints, TensorBoard events, config, "
+                    "export. Default: runs/electra_demo (no --data) or required.")
+flags.DEFINE_enum("strategy", "auto", ["auto", "one_device", "mirrored", "multi_worker", "tpu"],
+                  "tf.distribute strategy; auto picks a TPU, then all GPUs, then the CPU.")
+flags.DEFINE_string("tpu", None, "TPU name or grpc:// address (Cloud TPU, Colab).")
+flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16"],
+                  "Keras dtype policy: float32, mixed_bfloat16 (TPU, recent CPUs) or "
+                  "mixed_float16 with loss scaling (GPU).")
+flags.DEFINE_bool("jit_compile", None, "Compile the train step with XLA (default: on TPU and GPU, "
+                  "off on CPU where TensorFlow's kernels measured faster).")
+flags.DEFINE_integer("train_steps", None, "Total training steps (overrides optimizer.train_steps).")
+flags.DEFINE_string("init_checkpoint", None, "Start from the weights of this checkpoint (file "
+                    "prefix or directory), e.g. one converted from Google's release, with a fresh "
+                    "optimizer and schedule. Ignored when --model_dir already has checkpoints.")
+flags.DEFINE_multi_string("override", [], "Config override section.key=value; repeatable, e.g. "
+                          "--override model.num_layers=4 --override run.train_batch_size=64.")
+flags.DEFINE_bool("export", True, "Export the discriminator SavedModel at the end.")
+flags.DEFINE_integer("cpu_devices", 0, "Split the CPU into this many logical devices (to try "
+                     "--strategy mirrored on one machine without GPUs).")
+flags.DEFINE_bool("deterministic", False, "Enable TensorFlow op determinism (bitwise-reproducible "
+                  "runs and resumes, somewhat slower).")
+
+POLICIES = {"none": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+DEMO_VOCAB_SIZE = 4000
+
+
+class RunError(ValueError):
+    """A run that cannot start as asked."""
+
+
+def _prepare_demo_data(run_dir: str) -> tuple[str, str]:
+    """Builds (once) the embedded corpus, its vocabulary and TFRecords under run_dir/data."""
+    from electra_tf.data import corpus, pretraining_data, tokenization
+
+    data_dir = os.path.join(run_dir, "data")
+    vocab_file = os.path.join(data_dir, "vocab.txt")
+    records_dir = os.path.join(data_dir, "tfrecords")
+    if not os.path.exists(os.path.join(records_dir, "metadata.json")):
+        text_dir = os.path.join(data_dir, "text")
+        paths = corpus.write_embedded_corpus(text_dir)
+        logging.info("demo corpus: %d files under %s", len(paths), text_dir)
+        lines = [line for document in corpus.read_documents(text_dir) for line in document]
+        tokenization.learn_vocabulary(lines, DEMO_VOCAB_SIZE, vocab_file)
+        pretraining_data.build_pretraining_dataset(
+            corpus=text_dir, vocab_file=vocab_file, output_dir=records_dir, max_seq_length=128,
+            overwrite=True)
+    return os.path.join(records_dir, "*.tfrecord*"), vocab_file
+
+
+def _resolve_config(demo: bool):
+    from electra_tf.config import load_config
+    from electra_tf.data.tokenization import load_vocabulary, special_ids
+
+    overrides = list(FLAGS.override)
+    if FLAGS.train_steps is not None:
+        overrides.append(f"optimizer.train_steps={FLAGS.train_steps}")
+    config = load_config(FLAGS.config or "pretrain/demo", overrides=overrides)
+    vocab_file = FLAGS.vocab_file or config.run.vocab_file
+    if vocab_file:
+        vocabulary = load_vocabulary(vocab_file)
+        ids = special_ids(vocabulary, source=vocab_file)
+        config = dataclasses.replace(
+            config,
+            model=dataclasses.replace(config.model, vocab_size=len(vocabulary)),
+            objective=dataclasses.replace(config.objective, pad_token_id=ids.pad, cls_token_id=ids.cls,
+                                          sep_token_id=ids.sep, mask_token_id=ids.mask),
+            run=dataclasses.replace(config.run, vocab_file=vocab_file))
+    elif not demo:
+        logging.warning("no --vocab_file: assuming BERT's special ids ([CLS]=%d [SEP]=%d [MASK]=%d)",
+                        config.objective.cls_token_id, config.objective.sep_token_id,
+                        config.objective.mask_token_id)
+    return config.validate()
+
+
+def _check_model_dir(model_dir: str, config) -> None:
+    """Refuses a model_dir whose checkpoints came from another model or objective."""
+    import tensorflow as tf
+    import yaml
+
+    path = os.path.join(model_dir, "config.yaml")
+    if not tf.io.gfile.exists(path):
+        return
+    with tf.io.gfile.GFile(path) as f:
+        previous = yaml.safe_load(f) or {}
+    current = config.to_dict()
+    for section in ("model", "objective"):
+        old, new = previous.get(section, {}), current[section]
+        changed = sorted(k for k in new if k in old and old[k] != new[k] and k != "vocab_file")
+        if changed:
+            key = changed[0]
+            raise RunError(f"{model_dir} holds a run with a different config ({section}.{key} was "
+                           f"{old[key]!r}, now {new[key]!r}); use another --model_dir or the same "
+                           "config. Nothing was changed.")
+
+
+def run() -> int:
+    import keras
+    import tensorflow as tf
+
+    from electra_tf.data import pipeline
+    from electra_tf.export import export_discriminator
+    from electra_tf.models import ElectraPretrainer
+    from electra_tf.training import callbacks, checkpointing, distribution
+    from electra_tf.training.optimizer import create_optimizer
+
+    started = time.time()
+    demo = FLAGS.data is None
+    if demo and FLAGS.config is not None and FLAGS.vocab_file is None:
+        raise RunError("--config without --data: give the TFRecords (--data) and --vocab_file")
+    model_dir = FLAGS.model_dir or ("runs/electra_demo" if demo else None)
+    if model_dir is None:
+        raise RunError("--model_dir is required with --data")
+    if FLAGS.cpu_devices:
+        tf.config.set_logical_device_configuration(
+            tf.config.list_physical_devices("CPU")[0],
+            [tf.config.LogicalDeviceConfiguration()] * FLAGS.cpu_devices)
+    if FLAGS.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    data = FLAGS.data
+    if demo:
+        data, vocab_file = _prepare_demo_data(model_dir)
+        FLAGS.vocab_file = FLAGS.vocab_file or vocab_file
+    config = _resolve_config(demo)
+    files = pipeline.list_shards(data)
+    pipeline.check_metadata(files, config.run.max_seq_length, config.model.vocab_size)
+    _check_model_dir(model_dir, config)
+
+    strategy = distribution.make_strategy(FLAGS.strategy, FLAGS.tpu)
+    is_chief = strategy.extended.should_checkpoint  # False only on non-chief multi-worker tasks
+    write_dir = model_dir
+    if not is_chief:  # collective saves need every worker; only the chief's copy is kept
+        resolver = strategy.cluster_resolver
+        write_dir = os.path.join(model_dir, "workers", f"{resolver.task_type}_{resolver.task_id}")
+    tf.io.gfile.makedirs(write_dir)
+    if is_chief:
+        with tf.io.gfile.GFile(os.path.join(model_dir, "config.yaml"), "w") as f:
+            f.write(config.to_yaml())
+
+    on_accelerator = bool(tf.config.list_logical_devices("GPU")) or isinstance(
+        strategy, tf.distribute.TPUStrategy)
+    jit_compile = on_accelerator if FLAGS.jit_compile is None else FLAGS.jit_compile
+    keras.mixed_precision.set_dtype_policy(POLICIES[FLAGS.mixed_precision])
+    with strategy.scope():
+        model = ElectraPretrainer(config.model, config.objective)
+        model.compile(optimizer=create_optimizer(config.optimizer), jit_compile=jit_compile,
+                      steps_per_execution=config.run.steps_per_execution)
+        run_checkpoint = checkpointing.RunCheckpoint(
+            model, os.path.join(write_dir, "checkpoints"), config.run.keep_checkpoint_max)
+        start = run_checkpoint.restore_latest()
+    if start:
+        logging.info("resuming from %s at step %d", run_checkpoint.latest, start)
+    elif FLAGS.init_checkpoint:
+        checkpointing.restore_weights(model, FLAGS.init_checkpoint)
+        logging.info("initialised weights from %s", FLAGS.init_checkpoint)
+
+    total = config.optimizer.train_steps
+    guard = callbacks.CheckpointAndGuard(run_checkpoint, config.run.save_checkpoints_steps, start)
+    progress = callbacks.ProgressLogger(total, start, config.run.log_every_steps,
+                                        config.run.train_batch_size,
+                                        os.path.join(write_dir, "tensorboard"))
+    if start < total:
+        dataset = pipeline.make_distributed_dataset(
+            strategy, files, config.run.train_batch_size, config.run.max_seq_length,
+            config.objective, seed=config.objective.seed, skip_global_batches=start,
+            shuffle_buffer=config.run.shuffle_buffer)
+        logging.info("training %s (%s, %s) from step %d to %d on %d replica(s), global batch %d",
+                     FLAGS.config or "pretrain/demo", type(strategy).__name__,
+                     "XLA" if jit_compile else "no XLA", start, total,
+                     strategy.num_replicas_in_sync, config.run.train_batch_size)
+        model.fit(dataset, steps_per_epoch=total - start, epochs=1, verbose=0,
+                  callbacks=[guard, progress])
+    else:
+        guard.status = "finished"
+        logging.info("%s is already at step %d of %d", run_checkpoint.latest, start, total)
+
+    if guard.status == "non_finite":
+        raise RunError(f"the loss became non-finite at step {guard.batches}; stopped without "
+                       f"saving. Last good checkpoint: {run_checkpoint.latest}")
+    if guard.status == "preempted":
+        logging.info("preempted: saved %s; rerun the same command to continue", run_checkpoint.latest)
+        return 0
+    export_dir = None
+    if FLAGS.export and is_chief:
+        export_dir = export_discriminator(
+            model, os.path.join(model_dir, "export", str(guard.batches)))
+    _print_summary(model_dir, run_checkpoint.latest, export_dir, progress.last_values,
+                   guard.batches, time.time() - started)
+    return 0
+
+
+def _print_summary(model_dir, checkpoint, export_dir, values, step, seconds):
+    lines = [f"finished at step {step} in {seconds:.0f} s"]
+    if values:
+        lines.append("last metrics: " + ", ".join(
+            f"{k} {v:.4g}" for k, v in sorted(values.items())))
+    lines += [f"run directory:  {model_dir}",
+              f"config:         {os.path.join(model_dir, 'config.yaml')}",
+              f"checkpoint:     {checkpoint}",
+              f"tensorboard:    tensorboard --logdir {os.path.join(model_dir, 'tensorboard')}"]
+    if export_dir:
+        lines.append(f"SavedModel:     {export_dir} (signature serving_default)")
+    print("\n".join(lines), flush=True)
+
+
+def main(argv):
+    if len(argv) > 1:
+        sys.exit(f"error: unexpected arguments {argv[1:]}; see --help")
+    import tensorflow as tf
+
+    from electra_tf.config import ConfigError
+    from electra_tf.data.pipeline import DataError
+    from electra_tf.data.tokenization import VocabularyError
+    from electra_tf.training.checkpointing import CheckpointError
+    from electra_tf.training.distribution import StrategyError
+
+    known = (RunError, ConfigError, DataError, VocabularyError, CheckpointError, StrategyError)
+    try:
+        return run()
+    except known as e:
+        sys.exit(f"error: {e}")
+    except tf.errors.DataLossError as e:
+        sys.exit(f"error: corrupt or truncated TFRecord data: {e.message.splitlines()[0]}")
+    except tf.errors.InvalidArgumentError as e:
+        if "parse" in e.message.lower() or "feature" in e.message.lower():
+            sys.exit("error: the TFRecords do not hold input_ids/input_mask/segment_ids of "
+                     f"run.max_seq_length: {e.message.splitlines()[0]}")
+        raise
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,111 @@
+"""Keras callbacks of a pretraining run: checkpoints (with preemption and NaN guards), progress."""
+
+from __future__ import annotations
+
+import math
+import signal
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+
+class CheckpointAndGuard(keras.callbacks.Callback):
+    """Saves every `every` global batches, on SIGTERM, and at the end, unless the loss went bad.
+
+    A non-finite loss stops training without saving, so the last checkpoint stays the last good
+    one; SIGTERM (preemption) saves and stops cleanly. `status` tells the caller which happened.
+    """
+
+    def __init__(self, run_checkpoint, every: int, initial_batches: int):
+        super().__init__()
+        self.run_checkpoint = run_checkpoint
+        self.every = every
+        self.batches = initial_batches
+        self.status = "running"
+        self.last_saved = None
+        self._previous_handler = None
+
+    def _on_sigterm(self, signum, frame):
+        self.status = "preempted"
+
+    def on_train_begin(self, logs=None):
+        self._previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
+        self._initial = self.batches
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.batches = self._initial + batch + 1
+        loss = float(np.asarray((logs or {}).get("loss", 0.0)))
+        if not math.isfinite(loss):
+            self.status = "non_finite"
+            self.model.stop_training = True
+            logging.error("loss became %s at step %d; stopping without saving (last good "
+                          "checkpoint: %s)", loss, self.batches, self.run_checkpoint.latest)
+            return
+        if self.status == "preempted":
+            self._save()
+            self.model.stop_training = True
+        elif self.batches % self.every == 0:
+            self._save()
+
+    def on_train_end(self, logs=None):
+        signal.signal(signal.SIGTERM, self._previous_handler or signal.SIG_DFL)
+        if self.status == "running":
+            self.status = "finished"
+            if self.last_saved != self.batches:
+                self._save()
+
+    def _save(self):
+        path = self.run_checkpoint.save(self.batches)
+        self.last_saved = self.batches
+        logging.info("saved checkpoint %s", path)
+
+
+class ProgressLogger(keras.callbacks.Callback):
+    """Every `every` steps: a log line (losses, accuracies, AUC, LR, sequences/s, ETA) and
+    TensorBoard scalars at the true global step. Metrics are averages since the last line."""
+
+    def __init__(self, total_steps: int, initial_step: int, every: int, global_batch_size: int,
+                 log_dir: str | None = None):
+        super().__init__()
+        self.total_steps = total_steps
+        self.step = initial_step
+        self.initial_step = initial_step
+        self.every = every
+        self.global_batch_size = global_batch_size
+        self.writer = tf.summary.create_file_writer(log_dir) if log_dir else None
+        self.last_values = {}
+
+    def on_train_begin(self, logs=None):
+        self._start = self._last = time.perf_counter()
+        self._last_step = self.step
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.step = self.initial_step + batch + 1
+        if self.step % self.every and self.step != self.total_steps:
+            return
+        now = time.perf_counter()
+        values = {k: float(np.asarray(v)) for k, v in (logs or {}).items()}
+        values["learning_rate"] = float(np.asarray(
+            self.model.optimizer.learning_rate))
+        steps = self.step - self._last_step
+        values["sequences_per_second"] = steps * self.global_batch_size / max(now - self._last, 1e-9)
+        per_step = (now - self._start) / max(self.step - self.initial_step, 1)
+        eta = int(per_step * (self.total_steps - self.step))
+        logging.info(
+            "step %d/%d  loss %.4f  mlm_loss %.4f  mlm_acc %.3f%s  lr %.2e  seq/s %.1f  ETA %d:%02d:%02d",
+            self.step, self.total_steps, values.get("loss", math.nan), values.get("mlm_loss", math.nan),
+            values.get("mlm_accuracy", math.nan),
+            f"  disc_loss {values['disc_loss']:.4f}  disc_auc {values['disc_auc']:.3f}"
+            if "disc_auc" in values else "",
+            values["learning_rate"], values["sequences_per_second"], eta // 3600, eta // 60 % 60, eta % 60)
+        if self.writer is not None:
+            with self.writer.as_default(step=self.step):
+                for name, value in values.items():
+                    tf.summary.scalar(name, value)
+            self.writer.flush()
+        self.last_values = values
+        self._last, self._last_step = now, self.step
+        self.model.reset_metrics()

@@ -1,0 +1,57 @@
+"""Choosing a tf.distribute strategy: TPU, then GPUs, then the CPU."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import tensorflow as tf
+from absl import logging
+
+STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
+
+
+class StrategyError(ValueError):
+    """A strategy that cannot be created on this machine."""
+
+
+def _tpu_strategy(tpu: str):
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)
+
+
+def _tpu_address(tpu: str | None) -> str | None:
+    """The TPU to use for `auto`: the flag, Colab's or a Cloud TPU VM's (never probes a network)."""
+    if tpu:
+        return tpu
+    if os.environ.get("COLAB_TPU_ADDR"):
+        return "grpc://" + os.environ["COLAB_TPU_ADDR"]
+    if os.environ.get("TPU_NAME"):
+        return os.environ["TPU_NAME"]
+    if tf.io.gfile.glob("/dev/accel*") or tf.io.gfile.glob("/dev/vfio/[0-9]*"):
+        return "local"
+    return None
+
+
+def make_strategy(name: str = "auto", tpu: str | None = None) -> tf.distribute.Strategy:
+    """A strategy by name; `auto` picks a TPU, then all GPUs, then the CPU."""
+    if name not in STRATEGIES:
+        raise StrategyError(f"unknown strategy {name!r} (choose from {', '.join(STRATEGIES)})")
+    if name == "tpu" or (name == "auto" and _tpu_address(tpu)):
+        address = _tpu_address(tpu)
+        if address is None:
+            raise StrategyError("--strategy=tpu needs --tpu (a TPU name or grpc:// address)")
+        return _tpu_strategy(address)
+    if name == "multi_worker":
+        if "TF_CONFIG" not in os.environ:
+            raise StrategyError("--strategy=multi_worker needs TF_CONFIG describing the cluster")
+        task = json.loads(os.environ["TF_CONFIG"]).get("task", {})
+        logging.info("multi-worker task %s", task)
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    gpus = tf.config.list_logical_devices("GPU")
+    if name == "mirrored" or (name == "auto" and len(gpus) > 1):
+        devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
+        return tf.distribute.MirroredStrategy(devices)
+    return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
