@@ -136,6 +136,7 @@ def run() -> int:
     from electra_tf.training.optimizer import create_optimizer
 
     started = time.time()
+    preemption = callbacks.Preemption()  # from the start: a SIGTERM during setup is not lost
     demo = FLAGS.data is None
     if demo and FLAGS.config is not None and FLAGS.vocab_file is None:
         raise RunError("--config without --data: give the TFRecords (--data) and --vocab_file")
@@ -172,6 +173,7 @@ def run() -> int:
         strategy, tf.distribute.TPUStrategy)
     jit_compile = on_accelerator if FLAGS.jit_compile is None else FLAGS.jit_compile
     keras.mixed_precision.set_dtype_policy(POLICIES[FLAGS.mixed_precision])
+    keras.utils.set_random_seed(config.objective.seed)  # initial weights and dropout
     with strategy.scope():
         model = ElectraPretrainer(config.model, config.objective)
         model.compile(optimizer=create_optimizer(config.optimizer), jit_compile=jit_compile,
@@ -186,7 +188,8 @@ def run() -> int:
         logging.info("initialised weights from %s", FLAGS.init_checkpoint)
 
     total = config.optimizer.train_steps
-    guard = callbacks.CheckpointAndGuard(run_checkpoint, config.run.save_checkpoints_steps, start)
+    guard = callbacks.CheckpointAndGuard(run_checkpoint, config.run.save_checkpoints_steps, start,
+                                         preemption)
     progress = callbacks.ProgressLogger(total, start, config.run.log_every_steps,
                                         config.run.train_batch_size,
                                         os.path.join(write_dir, "tensorboard"))

@@ -12,6 +12,20 @@ import tensorflow as tf
 from absl import logging
 
 
+class Preemption:
+    """Remembers a SIGTERM from the moment it is created, so none is lost before training starts."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = signal.signal(signal.SIGTERM, self._on_sigterm)
+
+    def _on_sigterm(self, signum, frame):
+        self.requested = True
+
+    def restore(self):
+        signal.signal(signal.SIGTERM, self._previous or signal.SIG_DFL)
+
+
 class CheckpointAndGuard(keras.callbacks.Callback):
     """Saves every `every` global batches, on SIGTERM, and at the end, unless the loss went bad.
 
@@ -19,20 +33,16 @@ class CheckpointAndGuard(keras.callbacks.Callback):
     one; SIGTERM (preemption) saves and stops cleanly. `status` tells the caller which happened.
     """
 
-    def __init__(self, run_checkpoint, every: int, initial_batches: int):
+    def __init__(self, run_checkpoint, every: int, initial_batches: int, preemption: Preemption):
         super().__init__()
         self.run_checkpoint = run_checkpoint
         self.every = every
         self.batches = initial_batches
+        self.preemption = preemption
         self.status = "running"
         self.last_saved = None
-        self._previous_handler = None
-
-    def _on_sigterm(self, signum, frame):
-        self.status = "preempted"
 
     def on_train_begin(self, logs=None):
-        self._previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
         self._initial = self.batches
 
     def on_train_batch_end(self, batch, logs=None):
@@ -44,14 +54,14 @@ class CheckpointAndGuard(keras.callbacks.Callback):
             logging.error("loss became %s at step %d; stopping without saving (last good "
                           "checkpoint: %s)", loss, self.batches, self.run_checkpoint.latest)
             return
-        if self.status == "preempted":
+        if self.preemption.requested:
+            self.status = "preempted"
             self._save()
             self.model.stop_training = True
         elif self.batches % self.every == 0:
             self._save()
 
     def on_train_end(self, logs=None):
-        signal.signal(signal.SIGTERM, self._previous_handler or signal.SIG_DFL)
         if self.status == "running":
             self.status = "finished"
             if self.last_saved != self.batches:

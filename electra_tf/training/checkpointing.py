@@ -12,8 +12,9 @@ class CheckpointError(ValueError):
 class RunCheckpoint:
     """A `tf.train.CheckpointManager` over the model's weights, its optimizer and the input position.
 
-    Weights are keyed by their Keras paths (`weights/discriminator.Slayer_0...`), which are stable
-    and readable. `batches_seen` counts global batches consumed, so the input pipeline can resume
+    Variables are keyed by their Keras paths (`weights/discriminator.Slayer_0...`), which are
+    stable and readable; they include the dropout seed generators' states, so a resumed run draws
+    the same dropout masks as an uninterrupted one. `batches_seen` counts global batches consumed, so the input pipeline can resume
     exactly where it stopped (optimizer.iterations does not count steps that loss scaling skipped).
     """
 
@@ -21,7 +22,7 @@ class RunCheckpoint:
         self.model = model
         self.batches_seen = tf.Variable(0, dtype=tf.int64, trainable=False, name="batches_seen")
         self.checkpoint = tf.train.Checkpoint(
-            weights={v.path: v for v in model.weights}, optimizer=model.optimizer,
+            weights={v.path: v for v in model.variables}, optimizer=model.optimizer,
             batches_seen=self.batches_seen)
         self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=max_to_keep)
 

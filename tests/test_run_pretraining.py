@@ -1,0 +1,122 @@
+"""run_pretraining end to end: checkpoints, exact resume after SIGKILL, SIGTERM, Mirrored, init."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.run_helpers import REPO, cli_args, run_cli, write_records, write_vocab
+
+
+@pytest.fixture(scope="module")
+def fixture_data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("data")
+    return write_records(root / "records"), write_vocab(root / "vocab.txt")
+
+
+def _variables(checkpoint_dir):
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(checkpoint_dir))
+    names = [n for n in reader.get_variable_to_shape_map() if n.startswith(("weights/", "batches"))]
+    return {n: reader.get_tensor(n) for n in names}
+
+
+def test_run_writes_checkpoints_events_config_and_savedmodel(fixture_data, tmp_path):
+    data, vocab = fixture_data
+    result = run_cli(cli_args(data, vocab, tmp_path / "run", 20))
+    assert result.returncode == 0, result.stderr[-3000:]
+    run = tmp_path / "run"
+    assert tf.train.latest_checkpoint(str(run / "checkpoints")).endswith("ckpt-20")
+    assert (run / "checkpoints" / "ckpt-10.index").exists()
+    assert (run / "config.yaml").read_text().count("max_seq_length: 32") == 1
+    assert list((run / "tensorboard").glob("events.out.tfevents.*"))
+    assert (run / "export" / "20" / "saved_model.pb").exists()
+    assert "step 20/20" in result.stderr and "disc_auc" in result.stderr
+    assert "SavedModel:" in result.stdout and "finished at step 20" in result.stdout
+    # A finished run rerun with the same command does nothing more.
+    again = run_cli(cli_args(data, vocab, run, 20, "--noexport"))
+    assert again.returncode == 0 and "already at step 20" in again.stderr
+
+
+def test_resume_after_sigkill_matches_an_uninterrupted_run(fixture_data, tmp_path):
+    data, vocab = fixture_data
+    steps = 40
+    straight = run_cli(cli_args(data, vocab, tmp_path / "straight", steps, "--deterministic",
+                                "--noexport"))
+    assert straight.returncode == 0, straight.stderr[-3000:]
+
+    killed_dir = tmp_path / "killed"
+    args = cli_args(data, vocab, killed_dir, steps, "--deterministic", "--noexport")
+    process = subprocess.Popen([sys.executable, "-m", "electra_tf.run_pretraining", *args],
+                               cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    deadline = time.time() + 240
+    while not (killed_dir / "checkpoints" / "ckpt-10.index").exists():
+        assert process.poll() is None and time.time() < deadline, "no first checkpoint"
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=60)
+    first = tf.train.latest_checkpoint(str(killed_dir / "checkpoints"))
+    assert not first.endswith(f"ckpt-{steps}")  # it really was interrupted
+
+    resumed = run_cli(args)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming from" in resumed.stderr
+    expected, actual = _variables(str(tmp_path / "straight" / "checkpoints")), _variables(
+        str(killed_dir / "checkpoints"))
+    assert set(expected) == set(actual)
+    assert int(actual["batches_seen/.ATTRIBUTES/VARIABLE_VALUE"]) == steps
+    for name in expected:
+        np.testing.assert_allclose(actual[name], expected[name], atol=1e-6, err_msg=name)
+
+
+def test_sigterm_saves_and_exits_cleanly(fixture_data, tmp_path):
+    data, vocab = fixture_data
+    run_dir = tmp_path / "run"
+    args = cli_args(data, vocab, run_dir, 100000, "--override", "run.save_checkpoints_steps=100000")
+    process = subprocess.Popen([sys.executable, "-m", "electra_tf.run_pretraining", *args],
+                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    deadline = time.time() + 240
+    while not list((run_dir / "tensorboard").glob("events.out.tfevents.*")):
+        assert process.poll() is None and time.time() < deadline, "training did not start"
+        time.sleep(0.2)
+    time.sleep(1.0)  # a few steps into training
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr[-3000:]
+    assert "preempted" in stderr
+    latest = tf.train.latest_checkpoint(str(run_dir / "checkpoints"))
+    step = int(latest.rsplit("-", 1)[1])
+    assert 0 < step < 100000
+    assert not (run_dir / "export").exists()
+
+
+def test_mirrored_run_trains_and_checkpoints(fixture_data, tmp_path):
+    data, vocab = fixture_data
+    result = run_cli(cli_args(data, vocab, tmp_path / "run", 10, "--strategy", "mirrored",
+                              "--cpu_devices", "2", "--noexport"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "on 2 replica(s)" in result.stderr
+    assert tf.train.latest_checkpoint(str(tmp_path / "run" / "checkpoints")).endswith("ckpt-10")
+
+
+def test_init_checkpoint_continues_from_existing_weights(fixture_data, tmp_path):
+    data, vocab = fixture_data
+    first = run_cli(cli_args(data, vocab, tmp_path / "first", 10, "--noexport"))
+    assert first.returncode == 0, first.stderr[-3000:]
+    # One step whose learning rate is 0 (warmup starts at 0) leaves the weights as loaded.
+    second = run_cli(cli_args(data, vocab, tmp_path / "second", 1, "--noexport",
+                              "--init_checkpoint", str(tmp_path / "first" / "checkpoints")))
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "initialised weights from" in second.stderr
+    before, after = _variables(str(tmp_path / "first" / "checkpoints")), _variables(
+        str(tmp_path / "second" / "checkpoints"))
+    trained = [n for n in before if "embeddings" in n or "kernel" in n]
+    assert trained
+    for name in trained:
+        np.testing.assert_array_equal(after[name], before[name], err_msg=name)
