@@ -73,9 +73,10 @@ def _prepare_demo_data(run_dir: str) -> tuple[str, str]:
         logging.info("demo corpus: %d files under %s", len(paths), text_dir)
         lines = [line for document in corpus.read_documents(text_dir) for line in document]
         tokenization.learn_vocabulary(lines, DEMO_VOCAB_SIZE, vocab_file)
-        pretraining_data.build_pretraining_dataset(
+        summary = pretraining_data.build_pretraining_data(
             corpus=text_dir, vocab_file=vocab_file, output_dir=records_dir, max_seq_length=128,
             overwrite=True)
+        logging.info("demo data: %s", summary)
     return os.path.join(records_dir, "*.tfrecord*"), vocab_file
 
 
@@ -243,12 +244,15 @@ def main(argv):
     import tensorflow as tf
 
     from electra_tf.config import ConfigError
+    from electra_tf.data.corpus import CorpusError
     from electra_tf.data.pipeline import DataError
+    from electra_tf.data.pretraining_data import DatasetBuildError
     from electra_tf.data.tokenization import VocabularyError
     from electra_tf.training.checkpointing import CheckpointError
     from electra_tf.training.distribution import StrategyError
 
-    known = (RunError, ConfigError, DataError, VocabularyError, CheckpointError, StrategyError)
+    known = (RunError, ConfigError, CorpusError, DataError, DatasetBuildError, VocabularyError,
+             CheckpointError, StrategyError)
     try:
         return run()
     except known as e:

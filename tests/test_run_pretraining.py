@@ -120,3 +120,21 @@ def test_init_checkpoint_continues_from_existing_weights(fixture_data, tmp_path)
     assert trained
     for name in trained:
         np.testing.assert_array_equal(after[name], before[name], err_msg=name)
+
+
+def test_default_demo_runs_on_the_embedded_corpus(tmp_path):
+    """No flags but a short step budget: corpus, vocabulary, data, training, export."""
+    result = subprocess.run([sys.executable, "-m", "electra_tf.run_pretraining", "--train_steps", "20"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    run = tmp_path / "runs" / "electra_demo"
+    vocabulary = (run / "data" / "vocab.txt").read_text().split("\n")
+    assert vocabulary[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] and len(vocabulary) > 1000
+    assert list((run / "data" / "tfrecords").glob("*.tfrecord*"))
+    assert tf.train.latest_checkpoint(str(run / "checkpoints")).endswith("ckpt-20")
+    assert list((run / "tensorboard").glob("events.out.tfevents.*"))
+    config = (run / "config.yaml").read_text()
+    assert f"vocab_size: {len([t for t in vocabulary if t])}" in config
+    assert (run / "export" / "20" / "saved_model.pb").exists()
+    assert "step 20/20" in result.stderr and "SavedModel:" in result.stdout
