@@ -21,7 +21,6 @@ test: numbers depend on the machine.
 
 import json
 import os
-import sys
 import tempfile
 import time
 
@@ -31,9 +30,11 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("vocab_file", None, "Vocabulary to use (default: learn one from the corpus).")
 flags.DEFINE_integer("vocab_size", 8000, "Target size when learning the vocabulary.")
 flags.DEFINE_integer("num_processes", None, "Processes of the parallel build (default: CPUs).")
-flags.DEFINE_integer("copies", 8, "How many times the embedded corpus is written.")
+flags.DEFINE_integer("copies", 64, "How many times the embedded corpus is written.")
 flags.DEFINE_integer("max_seq_length", 128, "Example length of the builds.")
 flags.DEFINE_bool("lower_case", True, "Lower-case (both tokenizers).")
+flags.DEFINE_integer("pipeline_batch", 128, "Batch size of the input-pipeline measurement "
+                     "(128: ELECTRA-Small's pretraining batch).")
 flags.DEFINE_bool("strip_accents", None, "Strip accents (default: same as --lower_case).")
 
 
@@ -41,7 +42,7 @@ def emit(record: dict) -> None:
     print(json.dumps(record), flush=True)
 
 
-def _hf_encode(vocab_file, corpus_dir, lower_case, strip_accents, compare_lines):
+def _hf_encode(vocab_file, corpus_dir, lower_case, strip_accents):
     """Runs in a fresh process (RAYON_NUM_THREADS is read when the thread pool starts)."""
     from tokenizers import BertWordPieceTokenizer
 
@@ -55,7 +56,28 @@ def _hf_encode(vocab_file, corpus_dir, lower_case, strip_accents, compare_lines)
     encodings = tokenizer.encode_batch(lines, add_special_tokens=False)
     seconds = time.perf_counter() - start
     tokens = sum(len(e.ids) for e in encodings)
-    return tokens, seconds, len(lines), [e.ids for e in encodings[:compare_lines]]
+    return tokens, seconds, len(lines), [hash(tuple(e.ids)) for e in encodings]
+
+
+def _input_pipeline_rate(records_dir, max_seq_length, batch_size, num_batches=200):
+    """Batches/s of the training input pipeline alone (read, shuffle, parse, mask, batch)."""
+    import tensorflow as tf
+
+    from electra_tf.config import ObjectiveConfig
+    from electra_tf.data import pipeline, pretraining_data
+
+    ids = pretraining_data.load_metadata(records_dir)["special_token_ids"]
+    objective = ObjectiveConfig(cls_token_id=ids["cls"], sep_token_id=ids["sep"],
+                                mask_token_id=ids["mask"])
+    dataset = pipeline.make_dataset(pipeline.list_shards(records_dir), batch_size,
+                                    max_seq_length, objective)
+    iterator = iter(dataset)
+    for _ in range(20):  # warm-up: fill the shuffle buffer and prefetch
+        next(iterator)
+    start = time.perf_counter()
+    for _ in range(num_batches):
+        tf.nest.map_structure(lambda t: t.numpy(), next(iterator))
+    return num_batches / (time.perf_counter() - start)
 
 
 def _in_fresh_process(env: dict, fn, *args):
@@ -87,6 +109,10 @@ def main(argv):
     from electra_tf.data import pretraining_data
     from electra_tf.data.tokenization import learn_vocabulary
 
+    import tensorflow as tf
+    # One TensorFlow thread in this process: its numbers are per core, like the workers'.
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
     cpus = os.cpu_count() or 1
     num_processes = FLAGS.num_processes or cpus
     strip_accents = FLAGS.lower_case if FLAGS.strip_accents is None else FLAGS.strip_accents
@@ -106,7 +132,8 @@ def main(argv):
               "words": sum(len(l.split()) for l in one_copy) * FLAGS.copies,
               "bytes": sum(os.path.getsize(os.path.join(corpus_dir, n))
                            for n in os.listdir(corpus_dir)),
-              "copies": FLAGS.copies, "cpus": cpus})
+              "copies": FLAGS.copies, "cpus": cpus,
+              "load_average_1min": round(os.getloadavg()[0], 2)})
 
         vocab_file = FLAGS.vocab_file
         if vocab_file is None:
@@ -132,21 +159,23 @@ def main(argv):
                   "busy_seconds": round(summary.busy_seconds, 3),
                   "busy_tokens_per_s_per_process": round(tokens / summary.busy_seconds)})
 
-        import tensorflow as tf
-        tf.config.threading.set_intra_op_parallelism_threads(1)
-        tf.config.threading.set_inter_op_parallelism_threads(1)
+        rate = _in_fresh_process({}, _input_pipeline_rate, os.path.join(work, "out1"),
+                                 FLAGS.max_seq_length, FLAGS.pipeline_batch)
+        emit({"measure": "input_pipeline", "batch": FLAGS.pipeline_batch,
+              "seq": FLAGS.max_seq_length, "batches_per_s": round(rate, 2),
+              "sequences_per_s": round(rate * FLAGS.pipeline_batch, 1)})
+
         writer = pretraining_data.ShardWriter(pretraining_data.BuildSettings(
             vocab_file, work, FLAGS.max_seq_length, FLAGS.lower_case, strip_accents, 0, 1))
-        lines = one_copy * FLAGS.copies
+        lines = [line for document in corpus_lib.read_documents(corpus_dir) for line in document]
         batch = pretraining_data.TOKENIZE_BATCH_LINES
-        writer.tokenize(one_copy[:batch])  # trace
         start = time.perf_counter()
-        tokens = 0
+        ours = []
         for i in range(0, len(lines), batch):
-            tokens += sum(map(len, writer.tokenize(lines[i:i + batch])))
+            ours.extend(writer.tokenize(lines[i:i + batch]))
         seconds = time.perf_counter() - start
-        ours = [ids for i in range(0, len(one_copy), batch)
-                for ids in writer.tokenize(one_copy[i:i + batch])]
+        tokens = sum(map(len, ours))
+        ours = [hash(tuple(ids)) for ids in ours]
         emit({"measure": "tokenize", "impl": "electra_tf (keras-hub/tensorflow-text, in graph)",
               "threads": 1, "tokens": tokens, "seconds": round(seconds, 3),
               "tokens_per_s": round(tokens / seconds)})
@@ -154,14 +183,13 @@ def main(argv):
         for threads in sorted({1, cpus}):
             hf_tokens, seconds, n_lines, hf_ids = _in_fresh_process(
                 {"RAYON_NUM_THREADS": str(threads), "TOKENIZERS_PARALLELISM": "true"},
-                _hf_encode, vocab_file, corpus_dir, FLAGS.lower_case, strip_accents,
-                len(one_copy))
+                _hf_encode, vocab_file, corpus_dir, FLAGS.lower_case, strip_accents)
             same = sum(a == b for a, b in zip(ours, hf_ids))
             emit({"measure": "tokenize", "impl": "hf tokenizers BertWordPieceTokenizer",
                   "threads": threads, "tokens": hf_tokens, "lines": n_lines,
                   "seconds": round(seconds, 3), "tokens_per_s": round(hf_tokens / seconds),
                   "tokens_per_s_per_thread": round(hf_tokens / seconds / threads),
-                  "lines_identical_to_ours": round(same / len(one_copy), 4)})
+                  "lines_identical_to_ours": round(same / len(lines), 5)})
 
 
 if __name__ == "__main__":

@@ -5,9 +5,9 @@ r"""Builds ELECTRA pretraining TFRecords from text files or a TFDS dataset.
 
 Text files: one sentence per line, a blank line between documents (the original's format).
 Writes `pretrain_data.tfrecord-<i>-of-<n>` (features input_ids, input_mask, segment_ids: int64,
-length max_seq_length) and `pretrain_data.metadata.json`. The packing rules are the original's
-(10% single-segment examples, 5% random short target lengths, no example crosses a document,
-overflow past max_seq_length discarded); see electra_tf/data/pretraining_data.py.
+length max_seq_length) and `metadata.json`. The packing rules are the original's:
+one example in ten single-segment, one in twenty with a random short target length, no example
+crosses a document, overflow past max_seq_length discarded (electra_tf/data/pretraining_data.py).
 """
 
 import os
@@ -29,7 +29,8 @@ flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt (one token per line
 flags.DEFINE_string("output_dir", None, "Directory for the TFRecord shards and the metadata file.")
 flags.DEFINE_integer("max_seq_length", 128, "Tokens per example, [CLS] and [SEP]s included "
                      "(5 to 512).")
-flags.DEFINE_integer("num_processes", None, "Worker processes (default: number of CPUs).")
+flags.DEFINE_integer("num_processes", None, "Worker processes (default: number of CPUs, but "
+                     "at most one per 16 MiB of text: starting one costs about 3 s).")
 flags.DEFINE_integer("num_shards", None, "Output shards (default: about one per 256 MiB of "
                      "text, at least --num_processes, at most 1000).")
 flags.DEFINE_bool("lower_case", True, "Lower-case the text (uncased vocabulary).")
@@ -40,13 +41,26 @@ flags.DEFINE_bool("overwrite", False, "Replace the shards and metadata of an ear
 flags.DEFINE_float("log_every_s", 10.0, "Seconds between progress lines.")
 
 
+def user_errors() -> tuple:
+    """The project's error classes, for a one-line message instead of a traceback.
+
+    tokenization.py (keras-hub, TensorFlow) is only consulted once something imported it, so a
+    bad corpus or output directory is reported without paying TensorFlow's import.
+    """
+    from electra_tf.data.corpus import CorpusError
+    from electra_tf.data.pretraining_data import DatasetBuildError
+    errors = [CorpusError, DatasetBuildError]
+    tokenization = sys.modules.get("electra_tf.data.tokenization")
+    if tokenization is not None:
+        errors.append(tokenization.VocabularyError)
+    return tuple(errors)
+
+
 def main(argv):
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from electra_tf.data.corpus import CorpusError
-    from electra_tf.data.pretraining_data import DatasetBuildError, build_pretraining_data
-    from electra_tf.data.tokenization import VocabularyError
+    from electra_tf.data.pretraining_data import build_pretraining_data
 
     logging.set_verbosity(logging.INFO)
     missing = [name for name in ("vocab_file", "output_dir") if not FLAGS[name].value]
@@ -63,8 +77,10 @@ def main(argv):
             num_shards=FLAGS.num_shards, lower_case=FLAGS.lower_case,
             strip_accents=FLAGS.strip_accents, seed=FLAGS.seed, overwrite=FLAGS.overwrite,
             log_every_s=FLAGS.log_every_s)
-    except (CorpusError, DatasetBuildError, VocabularyError) as e:
-        sys.exit(f"error: {e}")
+    except Exception as e:  # noqa: BLE001 - re-raised unless it is one of ours
+        if isinstance(e, user_errors()):
+            sys.exit(f"error: {e}")
+        raise
     print(summary.line(), flush=True)
 
 

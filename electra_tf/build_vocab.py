@@ -32,7 +32,6 @@ def main(argv):
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from electra_tf.data import corpus as corpus_lib
-    from electra_tf.data.tokenization import VocabularyError, learn_vocabulary
 
     logging.set_verbosity(logging.INFO)
     if bool(FLAGS.corpus) == bool(FLAGS.tfds_name):
@@ -43,20 +42,24 @@ def main(argv):
         sys.exit(f"error: {FLAGS.output} exists; pass --overwrite to replace it")
     try:
         if FLAGS.corpus:
+            corpus_lib.corpus_files(FLAGS.corpus)  # a bad corpus fails before TensorFlow loads
             documents = corpus_lib.read_documents(FLAGS.corpus)
         else:
             documents = corpus_lib.tfds_documents(FLAGS.tfds_name, FLAGS.tfds_split,
                                                   FLAGS.tfds_text_key, FLAGS.tfds_data_dir)
         lines = [line for document in documents for line in document]
-        if not lines:
-            raise corpus_lib.CorpusError("the corpus holds no text")
+        from electra_tf.data.tokenization import learn_vocabulary
         logging.info("learning a vocabulary of up to %d tokens from %d lines", FLAGS.vocab_size,
                      len(lines))
         vocabulary = learn_vocabulary(lines, FLAGS.vocab_size, FLAGS.output,
                                       lower_case=FLAGS.lower_case,
                                       strip_accents=FLAGS.strip_accents)
-    except (corpus_lib.CorpusError, VocabularyError) as e:
-        sys.exit(f"error: {e}")
+    except Exception as e:  # noqa: BLE001 - re-raised unless it is one of ours
+        tokenization = sys.modules.get("electra_tf.data.tokenization")
+        if isinstance(e, corpus_lib.CorpusError) or (
+                tokenization is not None and isinstance(e, tokenization.VocabularyError)):
+            sys.exit(f"error: {e}")
+        raise
     print(f"wrote a vocabulary of {len(vocabulary):,} tokens to {FLAGS.output}", flush=True)
 
 

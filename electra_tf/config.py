@@ -201,14 +201,14 @@ def _coerce(value: Any, field_type: Any, where: str) -> Any:
     return value
 
 
-def _update_section(section: Any, values: Mapping[str, Any], prefix: str) -> Any:
+def _update_section(section: Any, values: Mapping[str, Any], prefix: str, source: str) -> Any:
     hints = typing.get_type_hints(type(section))
     names = {f.name for f in dataclasses.fields(section)}
     updates = {}
     for key, value in values.items():
         if key not in names:
-            raise ConfigError(f"unknown config key '{prefix}.{key}' (known keys in '{prefix}': "
-                              f"{', '.join(sorted(names))})")
+            raise ConfigError(f"unknown config key '{prefix}.{key}' in {source} (known keys in "
+                              f"'{prefix}': {', '.join(sorted(names))})")
         updates[key] = _coerce(value, hints[key], f"{prefix}.{key}")
     return dataclasses.replace(section, **updates)
 
@@ -223,7 +223,7 @@ def apply_dict(config: ElectraConfig, values: Mapping[str, Any], source: str = "
         if not isinstance(section_values, Mapping):
             raise ConfigError(f"config section '{name}' in {source} must be a mapping")
         config = dataclasses.replace(
-            config, **{name: _update_section(getattr(config, name), section_values, name)})
+            config, **{name: _update_section(getattr(config, name), section_values, name, source)})
     return config
 
 

@@ -211,7 +211,8 @@ def run() -> int:
 
     if guard.status == "non_finite":
         raise RunError(f"the loss became non-finite at step {guard.batches}; stopped without "
-                       f"saving. Last good checkpoint: {run_checkpoint.latest}")
+                       "saving. Last good checkpoint: "
+                       f"{run_checkpoint.latest or 'none was saved yet'}")
     if guard.status == "preempted":
         logging.info("preempted: saved %s; rerun the same command to continue", run_checkpoint.latest)
         return 0
@@ -258,12 +259,19 @@ def main(argv):
     except known as e:
         sys.exit(f"error: {e}")
     except tf.errors.DataLossError as e:
-        sys.exit(f"error: corrupt or truncated TFRecord data: {e.message.splitlines()[0]}")
+        sys.exit(f"error: corrupt or truncated TFRecord data: {_tf_message(e)}")
     except tf.errors.InvalidArgumentError as e:
         if "parse" in e.message.lower() or "feature" in e.message.lower():
             sys.exit("error: the TFRecords do not hold input_ids/input_mask/segment_ids of "
-                     f"run.max_seq_length: {e.message.splitlines()[0]}")
+                     f"run.max_seq_length: {_tf_message(e)}")
         raise
+
+
+def _tf_message(error) -> str:
+    """The first line of a TensorFlow error without its internal function-node prefix."""
+    import re
+
+    return re.sub(r"\{\{function_node [^}]*\}\}\s*", "", error.message).splitlines()[0]
 
 
 if __name__ == "__main__":

@@ -35,33 +35,33 @@ class CorpusError(ValueError):
 # Files
 
 
-def _is_remote(path: str) -> bool:
+def is_remote(path: str) -> bool:
     return "://" in path
 
 
 def _open_binary(path: str):
-    if _is_remote(path):
+    if is_remote(path):
         import tensorflow as tf
         return tf.io.gfile.GFile(path, "rb")
     return open(path, "rb")
 
 
 def file_size(path: str) -> int:
-    if _is_remote(path):
+    if is_remote(path):
         import tensorflow as tf
         return tf.io.gfile.stat(path).length
     return os.path.getsize(path)
 
 
 def _isdir(path: str) -> bool:
-    if _is_remote(path):
+    if is_remote(path):
         import tensorflow as tf
         return tf.io.gfile.isdir(path)
     return os.path.isdir(path)
 
 
 def _glob(pattern: str) -> list[str]:
-    if _is_remote(pattern):
+    if is_remote(pattern):
         import tensorflow as tf
         return [p for p in tf.io.gfile.glob(pattern) if not tf.io.gfile.isdir(p)]
     return [p for p in globlib.glob(pattern) if os.path.isfile(p)]
@@ -90,7 +90,7 @@ def corpus_files(paths_or_glob: str | Iterable[str]) -> list[str]:
             matches = [m for m in matches if not os.path.basename(m).startswith(".")]
             if not matches:
                 raise CorpusError(f"corpus directory {item!r} holds no files")
-        elif _is_remote(item) or os.path.isfile(item):
+        elif is_remote(item) or os.path.isfile(item):
             matches = [item]
         else:
             raise CorpusError(f"corpus file not found: {item!r}")
@@ -99,7 +99,7 @@ def corpus_files(paths_or_glob: str | Iterable[str]) -> list[str]:
 
 
 def glob_escape(path: str) -> str:
-    return path if _is_remote(path) else globlib.escape(path)
+    return path if is_remote(path) else globlib.escape(path)
 
 
 # ---------------------------------------------------------------------------------------------

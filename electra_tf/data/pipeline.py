@@ -20,6 +20,7 @@ import tensorflow as tf
 from electra_tf.data.masking import mask_tokens, max_predictions_per_seq
 
 FEATURES = ("input_ids", "input_mask", "segment_ids")
+MIN_RECORD_BYTES = 16  # length, its CRC, an empty payload and its CRC
 METADATA_FILE = "metadata.json"
 
 
@@ -31,10 +32,10 @@ def list_shards(patterns: str) -> list[str]:
     """Sorted files matching a comma-separated list of globs (local or gs://)."""
     files = []
     for pattern in [p.strip() for p in patterns.split(",") if p.strip()]:
-        matched = tf.io.gfile.glob(pattern)
-        if not matched and tf.io.gfile.isdir(pattern):
-            matched = tf.io.gfile.glob(os.path.join(pattern, "*.tfrecord*"))
-        files += [f for f in matched if not f.endswith(".json")]
+        if tf.io.gfile.isdir(pattern):
+            pattern = os.path.join(pattern, "*.tfrecord*")
+        files += [f for f in tf.io.gfile.glob(pattern)
+                  if not f.endswith((".json", ".incomplete")) and not tf.io.gfile.isdir(f)]
     if not files:
         raise DataError(f"no TFRecord files match {patterns!r}")
     return sorted(set(files))
@@ -89,6 +90,10 @@ def make_dataset(files: list[str], batch_size: int, max_seq_length: int, objecti
             raise DataError(f"{len(files)} shards cannot feed {input_context.num_input_pipelines} "
                             "input pipelines: build the data with more shards")
         files = files[input_context.input_pipeline_id::input_context.num_input_pipelines]
+    if training and not any(tf.io.gfile.stat(f).length >= MIN_RECORD_BYTES for f in files):
+        # Repeating files that hold no record would loop forever without yielding a batch.
+        raise DataError(f"no records in {', '.join(files[:3])}{' ...' if len(files) > 3 else ''}: "
+                        "the shards are empty")
     dataset = tf.data.Dataset.from_tensor_slices(files)
     if training:
         dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True).repeat()

@@ -15,20 +15,23 @@ The packing follows the original `build_pretraining_dataset.py` (reference notes
 
 Output: shards `pretrain_data.tfrecord-<i>-of-<n>` of tf.train.Examples with int64 features
 `input_ids`, `input_mask`, `segment_ids` of length max_seq_length (the original's contract), and
-`pretrain_data.metadata.json` beside them (sequence length, vocabulary size and hash, casing,
+`metadata.json` beside them (sequence length, vocabulary size and hash, casing,
 counts), written last, so a directory with metadata holds a finished build.
 
 Parallelism and determinism: the corpus is cut into work units (byte blocks of text files, see
 `corpus.TextBlock`, or even slices of a TFDS split), each with its own random stream seeded from
 (seed, unit); units are assigned to shards by size, and each shard is written by one process.
 So the examples depend on the seed and the corpus only, and the shards' bytes also on the shard
-count, never on the number of processes.
+count, never on the number of processes. (The original ran one random stream per process over
+whole files; here the stream, and the target length, restart every 1 MiB block: a difference in
+the random draws only, not in their distribution.)
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import glob
 import hashlib
 import json
 import math
@@ -44,12 +47,16 @@ from absl import logging
 from electra_tf.data import corpus as corpus_lib
 
 SHARD_PREFIX = "pretrain_data.tfrecord"
-METADATA_FILE = "pretrain_data.metadata.json"
+METADATA_FILE = "metadata.json"  # the name electra_tf/data/pipeline.py reads
 FEATURES = ("input_ids", "input_mask", "segment_ids")
 MIN_SEQ_LENGTH, MAX_SEQ_LENGTH = 5, 512
 SINGLE_SEGMENT_PROB = 0.1
 SHORT_TARGET_PROB = 0.05
 SHARD_BYTES = 256 << 20  # default: about one shard per 256 MiB of input text
+# A worker process spends about 3 s of CPU importing TensorFlow and keras-hub before it
+# tokenizes anything, about as long as it takes to build 16 MiB of text; with the default
+# --num_processes, smaller corpora get fewer processes (same output: shards do not change).
+AUTO_BYTES_PER_PROCESS = 16 << 20
 MAX_SHARDS = 1000
 TOKENIZE_BATCH_LINES = 2000
 TFDS_EXAMPLES_PER_UNIT = 20000
@@ -276,12 +283,15 @@ def load_metadata(directory: str) -> dict:
 
 def existing_outputs(output_dir: str) -> list[str]:
     """Shards (finished or not) and metadata of an earlier build in `output_dir`."""
-    import tensorflow as tf
-    if not tf.io.gfile.isdir(output_dir):
-        return []
-    found = tf.io.gfile.glob(os.path.join(corpus_lib.glob_escape(output_dir), SHARD_PREFIX + "-*"))
+    pattern = os.path.join(corpus_lib.glob_escape(output_dir), SHARD_PREFIX + "-*")
     metadata = os.path.join(output_dir, METADATA_FILE)
-    return sorted(found) + ([metadata] if tf.io.gfile.exists(metadata) else [])
+    if corpus_lib.is_remote(output_dir):
+        import tensorflow as tf
+        if not tf.io.gfile.isdir(output_dir):
+            return []
+        return sorted(tf.io.gfile.glob(pattern)) + (
+            [metadata] if tf.io.gfile.exists(metadata) else [])
+    return sorted(glob.glob(pattern)) + ([metadata] if os.path.exists(metadata) else [])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -320,8 +330,11 @@ class ShardWriter:
         self.special = special_ids(vocabulary, source=settings.vocab_file)
         tokenizer = make_tokenizer(vocabulary, settings.lower_case, settings.strip_accents)
         # In graph: called eagerly, keras-hub 0.32 tokenizes with its pure-Python fallback.
-        self._tokenize = tf.function(tokenizer.tokenize,
+        # No autograph: the method has no tensor-dependent Python control flow, and converting
+        # it costs about 1 s in every process.
+        self._tokenize = tf.function(tokenizer.tokenize, autograph=False,
                                      input_signature=[tf.TensorSpec([None], tf.string)])
+        self.tokenize(["warm up"])  # trace now: shard timings then measure steady-state work
 
     def tokenize(self, lines: list[str]) -> list[list[int]]:
         """WordPiece ids per line, in one in-graph call."""
@@ -434,6 +447,10 @@ class _Progress:
         if now - self.last_log >= self.log_every_s:
             self.last_log = now
             s = self.stats
+            if not s.documents:
+                logging.info("starting: worker processes import TensorFlow and trace the "
+                             "tokenizer (a few seconds)")
+                return
             logging.info("%d documents, %d examples, %d tokens so far, %.0f tokens/s",
                          s.documents, s.examples, s.tokens, s.tokens / (now - self.start))
 
@@ -449,29 +466,40 @@ def build_pretraining_data(
     """Builds pretraining TFRecords from text files (`corpus`) or a TFDS dataset (`tfds_name`).
 
     Raises DatasetBuildError (bad settings, output already there without `overwrite`),
-    corpus.CorpusError (nothing matches, no text) or tokenization.VocabularyError.
+    corpus.CorpusError (nothing matches, no text) or tokenization.VocabularyError. Everything
+    is checked before anything is deleted or written.
     """
-    import tensorflow as tf
-
-    from electra_tf.data.tokenization import load_vocabulary, special_ids
-
     start_time = time.perf_counter()
+    # Cheap checks first: they need neither TensorFlow nor the vocabulary.
     if not MIN_SEQ_LENGTH <= max_seq_length <= MAX_SEQ_LENGTH:
         raise DatasetBuildError(f"max_seq_length must be in [{MIN_SEQ_LENGTH}, {MAX_SEQ_LENGTH}] "
                                 f"([CLS] A [SEP] B [SEP] needs 5; positions stop at 512), "
                                 f"got {max_seq_length}")
     if (corpus is None) == (tfds_name is None):
         raise DatasetBuildError("give exactly one of a text corpus or a TFDS dataset name")
-    strip_accents = lower_case if strip_accents is None else strip_accents
-    vocabulary = load_vocabulary(vocab_file)
-    specials = special_ids(vocabulary, source=vocab_file)
+    auto_processes = num_processes is None
     num_processes = num_processes or os.cpu_count() or 1
     if num_processes < 1:
         raise DatasetBuildError(f"num_processes must be positive, got {num_processes}")
-
+    if num_shards is not None and num_shards < 1:
+        raise DatasetBuildError(f"num_shards must be positive, got {num_shards}")
     if corpus is not None:
         files = corpus_lib.corpus_files(corpus)
         corpus_lib.check_has_text(files)
+    existing = existing_outputs(output_dir)
+    if existing and not overwrite:
+        raise DatasetBuildError(
+            f"output directory {output_dir} already holds {len(existing)} files of an earlier "
+            f"build (e.g. {os.path.basename(existing[0])}); pass --overwrite to replace them")
+
+    import tensorflow as tf
+
+    from electra_tf.data.tokenization import load_vocabulary, special_ids
+
+    strip_accents = lower_case if strip_accents is None else strip_accents
+    vocabulary = load_vocabulary(vocab_file)
+    specials = special_ids(vocabulary, source=vocab_file)
+    if corpus is not None:
         units = corpus_lib.split_into_blocks(files)
         sizes = [unit.size for unit in units]
         corpus_bytes = sum(sizes)
@@ -490,13 +518,7 @@ def build_pretraining_data(
     if num_shards > len(units):
         logging.warning("%d shards for %d work units: %d shards will be empty", num_shards,
                         len(units), num_shards - len(units))
-
-    existing = existing_outputs(output_dir)
     if existing:
-        if not overwrite:
-            raise DatasetBuildError(
-                f"output directory {output_dir} already holds {len(existing)} files of an earlier "
-                f"build (e.g. {os.path.basename(existing[0])}); pass --overwrite to replace them")
         logging.info("--overwrite: deleting %d files of an earlier build in %s",
                      len(existing), output_dir)
         for path in existing:
@@ -508,6 +530,8 @@ def build_pretraining_data(
     assignment = assign_units(sizes, num_shards)
     tasks = [(index, [units[u] for u in unit_ids]) for index, unit_ids in enumerate(assignment)]
     workers = min(num_processes, num_shards)
+    if auto_processes and corpus_bytes:
+        workers = min(workers, max(1, math.ceil(corpus_bytes / AUTO_BYTES_PER_PROCESS)))
     logging.info("building %d shards from %d work units (%s bytes) with %d processes",
                  num_shards, len(units), f"{corpus_bytes:,}", workers)
     progress = _Progress(log_every_s)

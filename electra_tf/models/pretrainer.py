@@ -226,6 +226,14 @@ class ElectraPretrainer(keras.Model):
         outputs = self.compute_objective(batch, step, training=False)
         return self._update_metrics(batch, outputs, self.compute_losses(batch, outputs))
 
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Keras pulls a batch and averages it across replicas to trace a build, which fails on
+        # dict batches under MultiWorkerMirroredStrategy; this model is built in __init__, so only
+        # the optimizer is left to build.
+        if self.optimizer is not None and not self.optimizer.built:
+            with self.distribute_strategy.scope():
+                self.optimizer.build(self.trainable_variables)
+
     def _update_metrics(self, batch, outputs, losses):
         by_name = {m.name: m for m in self.tracked_metrics}
         weights = tf.cast(batch["masked_lm_weights"], tf.float32)
@@ -243,7 +251,11 @@ class ElectraPretrainer(keras.Model):
                 sample_weight=token_mask)
             for name in ("disc_precision", "disc_recall", "disc_auc"):
                 by_name[name].update_state(labels, probs, sample_weight=token_mask)
-        return {m.name: m.result() for m in self.tracked_metrics}
+        results = {m.name: m.result() for m in self.tracked_metrics}
+        if isinstance(self.distribute_strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            # Keras averages logged values over axis 0 across workers: give them one.
+            results = {name: tf.reshape(value, [1]) for name, value in results.items()}
+        return results
 
     def _build_with_dummy_batch(self):
         """Creates every variable now: `fit` refuses a subclassed model with unbuilt sublayers."""

@@ -1,0 +1,72 @@
+"""The input pipeline: static shapes, exact resume, per-pipeline file sharding, shard listing."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf.config import ObjectiveConfig
+from electra_tf.data.pipeline import DataError, check_metadata, list_shards, make_dataset
+from tests.run_helpers import write_records
+
+OBJECTIVE = ObjectiveConfig(cls_token_id=2, sep_token_id=3, mask_token_id=4)
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("records")
+    write_records(directory, num_files=3, per_file=50)
+    return directory
+
+
+def test_list_shards_accepts_a_directory_and_skips_unfinished_files(shards, tmp_path):
+    files = list_shards(str(shards))
+    assert len(files) == 3 and all(".tfrecord-" in f for f in files)
+    (shards / "pretrain_data.tfrecord-3-of-4.incomplete").write_bytes(b"partial")
+    (shards / "metadata.json").write_text("{}")
+    assert list_shards(str(shards)) == files
+    assert list_shards(f"{shards}/*") == files
+    with pytest.raises(DataError, match="no TFRecord files match"):
+        list_shards(str(tmp_path / "nothing*"))
+
+
+def test_batches_have_static_shapes_and_masks(shards):
+    batch = next(iter(make_dataset(list_shards(str(shards)), 4, 32, OBJECTIVE)))
+    assert batch["input_ids"].shape == (4, 32) and batch["masked_lm_positions"].shape == (4, 4)
+    assert batch["masked_lm_weights"].dtype == tf.float32
+    masked = batch["input_ids"].numpy() == 4
+    assert masked.any() and not (masked & (batch["input_mask"].numpy() == 0)).any()
+
+
+def test_resume_continues_the_stream_exactly_across_epochs(shards):
+    files = list_shards(str(shards))
+    full = list(make_dataset(files, 4, 32, OBJECTIVE).take(60))  # 150 examples: 37 batches/epoch
+    resumed = list(make_dataset(files, 4, 32, OBJECTIVE, skip_batches=33).take(27))
+    for expected, actual in zip(full[33:], resumed):
+        for key in expected:
+            np.testing.assert_array_equal(actual[key].numpy(), expected[key].numpy(), err_msg=key)
+    other_seed = next(iter(make_dataset(files, 4, 32, OBJECTIVE, seed=1)))
+    assert np.any(other_seed["input_ids"].numpy() != full[0]["input_ids"].numpy())
+
+
+def test_each_input_pipeline_reads_its_own_files(shards):
+    files = list_shards(str(shards))
+    seen = []
+    for pipeline_id in range(2):
+        context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=pipeline_id,
+                                             num_replicas_in_sync=2)
+        dataset = make_dataset(files, 50, 32, OBJECTIVE, training=False, input_context=context)
+        seen.append({tuple(row) for batch in dataset for row in batch["input_mask"].numpy()})
+    reference = [{tuple(row) for batch in make_dataset([f], 50, 32, OBJECTIVE, training=False)
+                  for row in batch["input_mask"].numpy()} for f in files]
+    assert seen[0] == reference[0] | reference[2] and seen[1] == reference[1]
+
+
+def test_metadata_with_another_sequence_length_is_refused(shards):
+    (shards / "metadata.json").write_text(json.dumps({"max_seq_length": 48}))
+    try:
+        with pytest.raises(DataError, match="built with max_seq_length 48"):
+            check_metadata(list_shards(str(shards)), 32)
+    finally:
+        (shards / "metadata.json").unlink()

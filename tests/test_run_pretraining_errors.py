@@ -1,0 +1,279 @@
+"""Bad input to run_pretraining: one clear error, a non-zero exit, no traceback, nothing lost.
+
+Every case runs `python -m electra_tf.run_pretraining` on the fixture data. Where a model_dir is
+involved it is a copy of one finished 10-step run (checkpoint ckpt-10), rerun with
+--train_steps 20 so that a run which wrongly went ahead would train and write ckpt-20; the
+checkpoint files are hashed before and after and must be byte-identical, none added or deleted.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+from electra_tf.data import pretraining_data
+from tests.run_helpers import SPECIALS, VOCAB_SIZE, cli_args, run_cli, write_records, write_vocab
+
+pytestmark = pytest.mark.slow
+
+TIMEOUT = 180  # per process; a refused run takes ~5 s, one that trains a few steps ~15 s
+HANG_TIMEOUT = 45  # for inputs that make the run spin forever (a refusal takes ~5 s)
+
+
+@pytest.fixture(scope="module")
+def fixture_data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("data")
+    return write_records(root / "records"), write_vocab(root / "vocab.txt")
+
+
+@pytest.fixture(scope="module")
+def finished_run(fixture_data, tmp_path_factory):
+    """A model_dir holding ckpt-10 of a successful run, shared (copied) by the tests below."""
+    data, vocab = fixture_data
+    model_dir = tmp_path_factory.mktemp("finished") / "model"
+    result = run_cli(cli_args(data, vocab, model_dir, 10, "--noexport"), timeout=TIMEOUT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (model_dir / "checkpoints" / "ckpt-10.index").exists()
+    return model_dir
+
+
+@pytest.fixture
+def model_dir(finished_run, tmp_path):
+    copy = tmp_path / "model"
+    shutil.copytree(finished_run, copy)
+    return copy
+
+
+def _snapshot(root):
+    """{relative path: sha256} of every file under root."""
+    digests = {}
+    for directory, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(directory, name)
+            with open(path, "rb") as f:
+                digests[os.path.relpath(path, root)] = hashlib.sha256(f.read()).hexdigest()
+    return digests
+
+
+def _run_refused(args, timeout=TIMEOUT):
+    """Runs the CLI expecting a refusal; returns (the single `error:` line, full output)."""
+    try:
+        result = run_cli(args, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"run_pretraining did not finish within {timeout} s (hangs on this input)")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, f"expected a refusal, the run succeeded:\n{output[-3000:]}"
+    assert "Traceback" not in output, f"a traceback instead of one clear message:\n{output[-5000:]}"
+    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, f"expected exactly one 'error:' line, got {errors}:\n{output[-3000:]}"
+    return errors[0], output
+
+
+def _refused_keeping(model_dir, args, whole_dir=False, timeout=TIMEOUT):
+    """_run_refused, asserting the checkpoints (or the whole model_dir) are byte-identical after."""
+    root = model_dir if whole_dir else model_dir / "checkpoints"
+    before = _snapshot(root)
+    assert any(os.path.basename(name).startswith("ckpt-10.") for name in before)
+    error, output = _run_refused(args, timeout)
+    after = _snapshot(root)
+    assert sorted(after) == sorted(before), f"files added or deleted under {root}: " \
+        f"{sorted(set(after) ^ set(before))} (refused with: {error})"
+    changed = [name for name in before if before[name] != after[name]]
+    assert not changed, f"overwritten under {root}: {changed} (refused with: {error})"
+    return error, output
+
+
+def _vocab_without(path, *missing):
+    tokens = [t for t in SPECIALS if t not in missing] + [f"w{i}" for i in range(VOCAB_SIZE - 5)]
+    return write_vocab(path, tokens)
+
+
+def _copy_records(data_glob, directory):
+    source = os.path.dirname(data_glob)
+    shutil.copytree(source, directory)
+    return os.path.join(directory, os.path.basename(data_glob)), sorted(
+        os.path.join(directory, n) for n in os.listdir(directory))
+
+
+# ---- vocabulary ----------------------------------------------------------------------------
+
+
+def test_vocabulary_without_mask(fixture_data, model_dir, tmp_path):
+    data, _ = fixture_data
+    vocab = _vocab_without(tmp_path / "vocab.txt", "[MASK]")
+    error, _ = _refused_keeping(model_dir, cli_args(data, vocab, model_dir, 20), whole_dir=True)
+    missing = error.split(" lacks ", 1)[1].split(":", 1)[0]
+    assert missing == "[MASK]", error
+    assert "vocab.txt" in error
+
+
+def test_vocabulary_without_cls_and_sep_names_both(fixture_data, model_dir, tmp_path):
+    data, _ = fixture_data
+    vocab = _vocab_without(tmp_path / "vocab.txt", "[CLS]", "[SEP]")
+    error, _ = _refused_keeping(model_dir, cli_args(data, vocab, model_dir, 20), whole_dir=True)
+    missing = error.split(" lacks ", 1)[1].split(":", 1)[0]
+    assert "[CLS]" in missing and "[SEP]" in missing and "[MASK]" not in missing, error
+
+
+# ---- data ----------------------------------------------------------------------------------
+
+
+def test_glob_matching_nothing(fixture_data, model_dir, tmp_path):
+    _, vocab = fixture_data
+    pattern = str(tmp_path / "nowhere" / "*.tfrecord*")
+    error, _ = _refused_keeping(model_dir, cli_args(pattern, vocab, model_dir, 20), whole_dir=True)
+    assert pattern in error and "no TFRecord files" in error
+
+
+def test_empty_data_directory(fixture_data, model_dir, tmp_path):
+    """An empty corpus given as a directory (--data accepts 'a glob ... or a directory')."""
+    _, vocab = fixture_data
+    empty = tmp_path / "empty_corpus"
+    empty.mkdir()
+    error, _ = _refused_keeping(model_dir, cli_args(str(empty), vocab, model_dir, 20),
+                                whole_dir=True)
+    assert str(empty) in error and "no TFRecord files" in error
+
+
+def test_shard_without_any_record(fixture_data, model_dir, tmp_path):
+    """An empty corpus as an empty shard: must be refused, not spin forever looking for data."""
+    _, vocab = fixture_data
+    empty = tmp_path / "empty_corpus"
+    empty.mkdir()
+    (empty / "pretrain_data.tfrecord-0-of-1").write_bytes(b"")
+    pattern = str(empty / "*.tfrecord*")
+    error, _ = _refused_keeping(model_dir, cli_args(pattern, vocab, model_dir, 20),
+                                timeout=HANG_TIMEOUT)
+    assert "TFRecord" in error or "empty" in error or "no examples" in error, error
+
+
+def _record_spans(path):
+    """(start, end) byte offsets of each record of a TFRecord file (8+4 header, data, 4 crc)."""
+    spans, offset = [], 0
+    with open(path, "rb") as f:
+        content = f.read()
+    while offset < len(content):
+        (length,) = struct.unpack("<Q", content[offset:offset + 8])
+        spans.append((offset, offset + 12 + length + 4))
+        offset += 12 + length + 4
+    return spans
+
+
+def test_corrupt_tfrecord(fixture_data, model_dir, tmp_path):
+    data, vocab = fixture_data
+    pattern, shards = _copy_records(data, tmp_path / "corrupt")
+    shard = shards[1]
+    content = bytearray(open(shard, "rb").read())
+    middle = len(content) // 2
+    content[middle:middle + 64] = b"\xff" * 64
+    open(shard, "wb").write(bytes(content))
+    error, _ = _refused_keeping(model_dir, cli_args(pattern, vocab, model_dir, 20))
+    assert "corrupt" in error and "TFRecord" in error, error
+
+
+def test_truncated_tfrecord(fixture_data, model_dir, tmp_path):
+    """Cut in half, inside a record (a cut exactly between records leaves a valid, shorter file)."""
+    data, vocab = fixture_data
+    pattern, shards = _copy_records(data, tmp_path / "truncated")
+    shard = shards[1]
+    size = os.path.getsize(shard)
+    start, end = next(span for span in _record_spans(shard) if span[1] > size // 2)
+    cut = start + 12 + (end - start - 16) // 2  # the middle of that record's payload
+    with open(shard, "rb") as f:
+        content = f.read()
+    open(shard, "wb").write(content[:cut])
+    error, _ = _refused_keeping(model_dir, cli_args(pattern, vocab, model_dir, 20))
+    assert "truncated" in error and "TFRecord" in error, error
+
+
+def test_records_of_another_sequence_length_with_metadata(fixture_data, model_dir, tmp_path):
+    _, vocab = fixture_data
+    data = write_records(tmp_path / "records48", seq_len=48)
+    (tmp_path / "records48" / "metadata.json").write_text(json.dumps({"max_seq_length": 48}))
+    error, _ = _refused_keeping(model_dir, cli_args(data, vocab, model_dir, 20), whole_dir=True)
+    assert "max_seq_length 48" in error and "32" in error, error
+
+
+def test_records_of_another_sequence_length_with_builder_metadata(fixture_data, model_dir,
+                                                                   tmp_path):
+    """The metadata file electra_tf.build_pretraining_dataset writes is checked before training."""
+    _, vocab = fixture_data
+    data = write_records(tmp_path / "records48", seq_len=48)
+    (tmp_path / "records48" / pretraining_data.METADATA_FILE).write_text(
+        json.dumps({"max_seq_length": 48, "vocab_size": VOCAB_SIZE}))
+    error, _ = _refused_keeping(model_dir, cli_args(data, vocab, model_dir, 20), whole_dir=True)
+    assert "max_seq_length 48" in error and "32" in error, error
+
+
+def test_records_of_another_sequence_length_without_metadata(fixture_data, model_dir, tmp_path):
+    _, vocab = fixture_data
+    data = write_records(tmp_path / "records48", seq_len=48)
+    error, _ = _refused_keeping(model_dir, cli_args(data, vocab, model_dir, 20))
+    assert "max_seq_length" in error, error
+
+
+def test_records_built_with_a_larger_vocabulary(fixture_data, tmp_path):
+    """Data of a 120-token vocabulary (per its builder metadata) with a 60-token vocab_file."""
+    data, _ = fixture_data
+    pattern, _ = _copy_records(data, tmp_path / "records")
+    (tmp_path / "records" / pretraining_data.METADATA_FILE).write_text(
+        json.dumps({"max_seq_length": 32, "vocab_size": VOCAB_SIZE}))
+    small = write_vocab(tmp_path / "small_vocab.txt", SPECIALS + [f"w{i}" for i in range(55)])
+    error, _ = _run_refused(cli_args(pattern, small, tmp_path / "model", 10))
+    assert str(VOCAB_SIZE) in error and "60" in error and "vocab" in error, error
+
+
+# ---- config --------------------------------------------------------------------------------
+
+
+def test_unknown_override_key(fixture_data, model_dir):
+    data, vocab = fixture_data
+    error, _ = _refused_keeping(
+        model_dir, cli_args(data, vocab, model_dir, 20, "--override", "model.nonsense=1"),
+        whole_dir=True)
+    assert "unknown config key" in error and "model.nonsense" in error, error
+
+
+def test_unknown_key_in_config_yaml(fixture_data, model_dir, tmp_path):
+    data, vocab = fixture_data
+    config = tmp_path / "mine.yaml"
+    config.write_text("include: pretrain/demo\nobjective:\n  not_a_key: 3\n")
+    args = cli_args(data, vocab, model_dir, 20)
+    args[args.index("--config") + 1] = str(config)
+    error, _ = _refused_keeping(model_dir, args, whole_dir=True)
+    assert "unknown config key" in error and "objective.not_a_key" in error, error
+
+
+def test_max_seq_length_above_max_positions(fixture_data, model_dir):
+    data, vocab = fixture_data
+    error, _ = _refused_keeping(
+        model_dir, cli_args(data, vocab, model_dir, 20, "--override", "run.max_seq_length=128",
+                            "--override", "model.max_position_embeddings=64"), whole_dir=True)
+    assert "max_seq_length 128" in error and "max_position_embeddings 64" in error, error
+
+
+def test_model_dir_of_a_different_config(fixture_data, model_dir):
+    data, vocab = fixture_data
+    error, _ = _refused_keeping(
+        model_dir, cli_args(data, vocab, model_dir, 20, "--override", "model.hidden_size=48",
+                            "--override", "model.num_heads=2"), whole_dir=True)
+    assert "different config" in error and "model.hidden_size" in error, error
+    assert str(model_dir) in error
+
+
+# ---- training ------------------------------------------------------------------------------
+
+
+def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(fixture_data, model_dir):
+    """Resumed from ckpt-10 with a learning rate of 1e30: the loss blows up within a few steps."""
+    data, vocab = fixture_data
+    error, output = _refused_keeping(
+        model_dir, cli_args(data, vocab, model_dir, 20, "--override",
+                            "optimizer.learning_rate=1e30"))
+    assert "resuming from" in output
+    assert "non-finite" in error and "ckpt-10" in error, error
+    assert not (model_dir / "export").exists()
