@@ -12,6 +12,11 @@ import tensorflow as tf
 from absl import logging
 
 
+def _scalar(value) -> float:
+    """A logged value as a float (multi-worker runs log 1-element arrays)."""
+    return float(np.asarray(value).reshape(-1)[0])
+
+
 class Preemption:
     """Remembers a SIGTERM from the moment it is created, so none is lost before training starts."""
 
@@ -47,7 +52,7 @@ class CheckpointAndGuard(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         self.batches = self._initial + batch + 1
-        loss = float(np.asarray((logs or {}).get("loss", 0.0)))
+        loss = _scalar((logs or {}).get("loss", 0.0))
         if not math.isfinite(loss):
             self.status = "non_finite"
             self.model.stop_training = True
@@ -97,9 +102,8 @@ class ProgressLogger(keras.callbacks.Callback):
         if self.step % self.every and self.step != self.total_steps:
             return
         now = time.perf_counter()
-        values = {k: float(np.asarray(v)) for k, v in (logs or {}).items()}
-        values["learning_rate"] = float(np.asarray(
-            self.model.optimizer.learning_rate))
+        values = {k: _scalar(v) for k, v in (logs or {}).items()}
+        values["learning_rate"] = _scalar(self.model.optimizer.learning_rate)
         steps = self.step - self._last_step
         values["sequences_per_second"] = steps * self.global_batch_size / max(now - self._last, 1e-9)
         per_step = (now - self._start) / max(self.step - self.initial_step, 1)
