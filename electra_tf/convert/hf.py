@@ -188,21 +188,27 @@ def model_config_from_hf(discriminator: dict, generator: dict | None = None) -> 
     return config
 
 
-def assign_from_hf(pretrainer, tensors_by_model: dict[str, dict[str, np.ndarray]]) -> None:
-    """Copies HF tensors into `pretrainer`, checking every shape. Models absent are skipped."""
+def assign_from_hf(pretrainer, tensors_by_model: dict[str, dict[str, np.ndarray]],
+                   source_names: dict[tuple[str, str], str] | None = None) -> None:
+    """Copies HF tensors into `pretrainer`, checking every shape. Models absent are skipped.
+
+    `source_names` maps (model, HF key) to the name to report in errors (e.g. a TF1 name).
+    """
     for link in weight_links(pretrainer):
         tensors = tensors_by_model.get(link.model)
         if tensors is None:
             continue
         key = link.key
-        if key not in tensors and link.model == "discriminator" and key.startswith("embeddings."):
-            raise ConversionError(f"discriminator weights lack {key}")
+        name = (source_names or {}).get((link.model, key), f"{link.model} tensor {key}")
         if key not in tensors:
             raise ConversionError(f"{link.model} weights lack {key} (needed for {link.variable.path})")
-        value = link.from_hf(tensors[key])
+        try:
+            value = link.from_hf(tensors[key])
+        except ValueError:  # a reshape into heads failed
+            value = tensors[key]
         if tuple(value.shape) != tuple(link.variable.shape):
-            raise ConversionError(f"{link.model} tensor {key} has shape {tensors[key].shape}, which "
-                                  f"does not fit {link.variable.path} {tuple(link.variable.shape)}")
+            raise ConversionError(f"{name} has shape {tuple(tensors[key].shape)}, which does not "
+                                  f"fit {link.variable.path} {tuple(link.variable.shape)}")
         link.variable.assign(value.astype(np.float32))
 
 
@@ -214,6 +220,58 @@ def _check_shared_embeddings(discriminator: dict, generator: dict) -> None:
             if diff > 0:
                 logging.warning("generator %s differs from the discriminator's by up to %.3g; "
                                 "ELECTRA shares it, so the discriminator's is used", key, diff)
+
+
+# ---- writing HF directories -------------------------------------------------------------------
+
+def hf_config(config: ModelConfig, model: str) -> dict:
+    """config.json of the HF model for the discriminator or the generator."""
+    sizes = config if model == "discriminator" else config.generator_config()
+    act = {v: k for k, v in ACTIVATIONS.items() if k in ("gelu", "gelu_new", "relu")}[config.activation]
+    return {
+        "architectures": ["ElectraForPreTraining" if model == "discriminator" else "ElectraForMaskedLM"],
+        "model_type": "electra", "vocab_size": config.vocab_size,
+        "embedding_size": sizes.embedding_size, "hidden_size": sizes.hidden_size,
+        "num_hidden_layers": sizes.num_layers, "num_attention_heads": sizes.num_heads,
+        "intermediate_size": sizes.intermediate_size, "hidden_act": act,
+        "hidden_dropout_prob": config.hidden_dropout,
+        "attention_probs_dropout_prob": config.attention_dropout,
+        "max_position_embeddings": config.max_position_embeddings,
+        "type_vocab_size": config.type_vocab_size, "initializer_range": config.initializer_range,
+        "layer_norm_eps": config.layer_norm_epsilon, "pad_token_id": 0,
+        "tie_word_embeddings": True,
+    }
+
+
+def hf_tensors(pretrainer) -> dict[str, dict[str, np.ndarray]]:
+    """Our weights as HF state dicts with their task-model prefixes, per model."""
+    tensors: dict[str, dict[str, np.ndarray]] = {}
+    for link in weight_links(pretrainer):
+        tensors.setdefault(link.model, {})[link.key] = link.to_hf(link.variable.numpy())
+    if "generator" in tensors and pretrainer.generator.embeddings is pretrainer.embeddings:
+        shared = tensors.get("discriminator", {})
+        tensors["generator"].update({k: v for k, v in shared.items() if k.startswith("embeddings.")})
+    heads = ("discriminator_predictions.", "generator_predictions.", "generator_lm_head.")
+    return {model: {(k if k.startswith(heads) else "electra." + k): np.ascontiguousarray(v, np.float32)
+                    for k, v in state.items()}
+            for model, state in tensors.items()}
+
+
+def save_hf(pretrainer, discriminator_dir: str | None, generator_dir: str | None = None) -> None:
+    """Writes `save_pretrained`-style directories (config.json + model.safetensors) that
+    `ElectraForPreTraining` / `ElectraForMaskedLM.from_pretrained` load with nothing missing."""
+    from safetensors.numpy import save_file
+
+    tensors = hf_tensors(pretrainer)
+    for model, directory in (("discriminator", discriminator_dir), ("generator", generator_dir)):
+        if directory is None:
+            continue
+        if model not in tensors:
+            raise ConversionError(f"this model has no {model} to write")
+        os.makedirs(directory, exist_ok=True)
+        with open(os.path.join(directory, "config.json"), "w") as f:
+            json.dump(hf_config(pretrainer.model_config, model), f, indent=2)
+        save_file(tensors[model], os.path.join(directory, "model.safetensors"), metadata={"format": "pt"})
 
 
 def load_hf_pretrainer(discriminator_dir: str, generator_dir: str | None = None,

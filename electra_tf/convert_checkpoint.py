@@ -1,0 +1,134 @@
+r"""Converts ELECTRA checkpoints between Google's TF1 release, Hugging Face and electra_tf.
+
+  # Google's release (electra_small/ with its checkpoint and vocab.txt) -> electra_tf
+  python -m electra_tf.convert_checkpoint --from google --input electra_small/ \
+      --vocab_file electra_small/vocab.txt --output_dir converted/small
+  # continue pretraining from it, or fine-tune from it
+  python -m electra_tf.run_pretraining --init_checkpoint converted/small/checkpoints ...
+  # Hugging Face directories (save_pretrained) -> electra_tf, and electra_tf -> Hugging Face
+  python -m electra_tf.convert_checkpoint --from hf --input disc/ --generator gen/ --output_dir out
+  python -m electra_tf.convert_checkpoint --from electra_tf --input runs/small --to hf --output_dir hf/
+
+An electra_tf output holds checkpoints/ (weights keyed by Keras path), config.yaml (the resolved
+config) and vocab.txt (when given). A Hugging Face output holds discriminator/ and generator/
+directories that `ElectraForPreTraining` / `ElectraForMaskedLM.from_pretrained` load.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import sys
+
+from absl import app, flags, logging
+
+FLAGS = flags.FLAGS
+flags.DEFINE_enum("from", None, ["google", "hf", "electra_tf"], "Input format.")
+flags.DEFINE_enum("to", "electra_tf", ["electra_tf", "hf"], "Output format.")
+flags.DEFINE_string("input", None, "google: TF1 checkpoint prefix or directory; hf: an "
+                    "ElectraForPreTraining (or ElectraModel) directory; electra_tf: a run directory "
+                    "(config.yaml + checkpoints/) or a converted output directory.")
+flags.DEFINE_string("generator", None, "hf: the ElectraForMaskedLM directory of the generator.")
+flags.DEFINE_string("output_dir", None, "Where to write the converted model.")
+flags.DEFINE_string("vocab_file", None, "vocab.txt to copy beside the output (google: default "
+                    "<input>/vocab.txt when present).")
+flags.DEFINE_integer("num_heads", None, "google: attention heads of the discriminator (not in "
+                     "the shapes; default hidden // 64 as in the original).")
+flags.DEFINE_integer("generator_num_heads", None, "google: attention heads of the generator "
+                     "(default generator hidden // 64).")
+flags.DEFINE_bool("overwrite", False, "Write into an output directory that already has files.")
+flags.mark_flags_as_required(["from", "input", "output_dir"])
+
+
+def _load(source: str, path: str):
+    """(pretrainer, has_generator) from any supported input."""
+    from electra_tf.convert import google, hf
+
+    if source == "google":
+        return google.load_google_checkpoint(path, num_heads=FLAGS.num_heads,
+                                             generator_num_heads=FLAGS.generator_num_heads)
+    if source == "hf":
+        return hf.load_hf_pretrainer(path, FLAGS.generator), FLAGS.generator is not None
+    return load_electra_tf(path), True
+
+
+def load_electra_tf(path: str):
+    """A pretrainer from a run directory or a converted output (config.yaml + checkpoints/)."""
+    from electra_tf.config import load_config
+    from electra_tf.models import ElectraPretrainer
+    from electra_tf.training.checkpointing import restore_weights
+
+    config = load_config(os.path.join(path, "config.yaml"))
+    pretrainer = ElectraPretrainer(config.model, config.objective)
+    restore_weights(pretrainer, os.path.join(path, "checkpoints"))
+    return pretrainer
+
+
+def write_electra_tf(pretrainer, output_dir: str, vocab_file: str | None) -> str:
+    """checkpoints/ckpt-0 (weights by Keras path), config.yaml and vocab.txt under output_dir."""
+    import tensorflow as tf
+
+    from electra_tf.config import ElectraConfig, RunConfig
+    from electra_tf.data.tokenization import load_vocabulary, special_ids
+
+    objective = pretrainer.objective
+    run = RunConfig(max_seq_length=min(RunConfig.max_seq_length,
+                                       pretrainer.model_config.max_position_embeddings))
+    if vocab_file:
+        ids = special_ids(load_vocabulary(vocab_file), source=vocab_file)
+        objective = dataclasses.replace(objective, pad_token_id=ids.pad, cls_token_id=ids.cls,
+                                        sep_token_id=ids.sep, mask_token_id=ids.mask)
+        run = dataclasses.replace(run, vocab_file=os.path.join(output_dir, "vocab.txt"))
+    config = ElectraConfig(model=pretrainer.model_config, objective=objective, run=run)
+    checkpoint = tf.train.Checkpoint(weights={v.path: v for v in pretrainer.weights})
+    path = tf.train.CheckpointManager(checkpoint, os.path.join(output_dir, "checkpoints"), 1).save(0)
+    with open(os.path.join(output_dir, "config.yaml"), "w") as f:
+        f.write(config.to_yaml())
+    return path
+
+
+def main(argv):
+    if len(argv) > 1:
+        sys.exit(f"error: unexpected arguments {argv[1:]}; see --help")
+    from electra_tf.config import ConfigError
+    from electra_tf.convert import ConversionError, hf
+    from electra_tf.data.tokenization import VocabularyError
+    from electra_tf.training.checkpointing import CheckpointError
+
+    source, output_dir = getattr(FLAGS, "from"), FLAGS.output_dir
+    vocab_file = FLAGS.vocab_file
+    if vocab_file is None:
+        candidate = os.path.join(FLAGS.input, "vocab.txt")
+        vocab_file = candidate if os.path.isfile(candidate) else None
+    try:
+        if os.path.isdir(output_dir) and os.listdir(output_dir) and not FLAGS.overwrite:
+            raise ConversionError(f"{output_dir} is not empty (use --overwrite to write into it)")
+        pretrainer, has_generator = _load(source, FLAGS.input)
+        os.makedirs(output_dir, exist_ok=True)
+        if FLAGS.to == "hf":
+            hf.save_hf(pretrainer, os.path.join(output_dir, "discriminator"),
+                       os.path.join(output_dir, "generator") if has_generator else None)
+            written = output_dir
+        else:
+            written = write_electra_tf(pretrainer, output_dir, vocab_file)
+        if vocab_file:
+            for directory in ([output_dir] if FLAGS.to == "electra_tf" else
+                              [os.path.join(output_dir, d) for d in ("discriminator", "generator")
+                               if os.path.isdir(os.path.join(output_dir, d))]):
+                shutil.copyfile(vocab_file, os.path.join(directory, "vocab.txt"))
+    except (ConversionError, ConfigError, VocabularyError, CheckpointError, OSError) as e:
+        sys.exit(f"error: {e}")
+    config = pretrainer.model_config
+    generator = config.generator_config()
+    print(f"converted {source} -> {FLAGS.to}: {written}\n"
+          f"discriminator: hidden {config.hidden_size}, {config.num_layers} layers, "
+          f"{config.num_heads} heads, embedding {config.embedding_size}, vocab {config.vocab_size}\n"
+          + (f"generator: hidden {generator.hidden_size}, {generator.num_layers} layers, "
+             f"{generator.num_heads} heads" if has_generator else "generator: none in the input"),
+          flush=True)
+    logging.info("done")
+
+
+if __name__ == "__main__":
+    app.run(main)
