@@ -11,7 +11,9 @@ r"""Converts ELECTRA checkpoints between Google's TF1 release, Hugging Face and 
 
 An electra_tf output holds checkpoints/ (weights keyed by Keras path), config.yaml (the resolved
 config) and vocab.txt (when given). A Hugging Face output holds discriminator/ and generator/
-directories that `ElectraForPreTraining` / `ElectraForMaskedLM.from_pretrained` load.
+directories that `ElectraForPreTraining` / `ElectraForMaskedLM.from_pretrained` load. A keras_hub
+output is an `ElectraBackbone` preset of the discriminator (keras-hub's encoder uses the tanh
+GELU and has an untrained pooler; see electra_tf/convert/keras_hub.py for what that costs).
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ import sys
 from absl import app, flags, logging
 
 FLAGS = flags.FLAGS
-flags.DEFINE_enum("from", None, ["google", "hf", "electra_tf"], "Input format.")
-flags.DEFINE_enum("to", "electra_tf", ["electra_tf", "hf"], "Output format.")
+flags.DEFINE_enum("from", None, ["google", "hf", "keras_hub", "electra_tf"], "Input format.")
+flags.DEFINE_enum("to", "electra_tf", ["electra_tf", "hf", "keras_hub"], "Output format.")
 flags.DEFINE_string("input", None, "google: TF1 checkpoint prefix or directory; hf: an "
                     "ElectraForPreTraining (or ElectraModel) directory; electra_tf: a run directory "
-                    "(config.yaml + checkpoints/) or a converted output directory.")
+                    "(config.yaml + checkpoints/) or a converted output directory; keras_hub: a local "
+                    "ElectraBackbone preset directory (save_to_preset).")
 flags.DEFINE_string("generator", None, "hf: the ElectraForMaskedLM directory of the generator.")
 flags.DEFINE_string("output_dir", None, "Where to write the converted model.")
 flags.DEFINE_string("vocab_file", None, "vocab.txt to copy beside the output (google: default "
@@ -50,6 +53,13 @@ def _load(source: str, path: str):
                                              generator_num_heads=FLAGS.generator_num_heads)
     if source == "hf":
         return hf.load_hf_pretrainer(path, FLAGS.generator), FLAGS.generator is not None
+    if source == "keras_hub":
+        import keras_hub
+
+        from electra_tf.convert.keras_hub import from_keras_hub_backbone
+
+        backbone = keras_hub.models.ElectraBackbone.from_preset(path)
+        return from_keras_hub_backbone(backbone), False
     return load_electra_tf(path), True
 
 
@@ -106,14 +116,19 @@ def main(argv):
             raise ConversionError(f"{output_dir} is not empty (use --overwrite to write into it)")
         pretrainer, has_generator = _load(source, FLAGS.input)
         os.makedirs(output_dir, exist_ok=True)
-        if FLAGS.to == "hf":
+        if FLAGS.to == "keras_hub":
+            from electra_tf.convert.keras_hub import to_keras_hub_backbone
+
+            to_keras_hub_backbone(pretrainer.encoder).save_to_preset(output_dir)
+            written = output_dir
+        elif FLAGS.to == "hf":
             hf.save_hf(pretrainer, os.path.join(output_dir, "discriminator"),
                        os.path.join(output_dir, "generator") if has_generator else None)
             written = output_dir
         else:
             written = write_electra_tf(pretrainer, output_dir, vocab_file)
         if vocab_file:
-            for directory in ([output_dir] if FLAGS.to == "electra_tf" else
+            for directory in ([output_dir] if FLAGS.to != "hf" else
                               [os.path.join(output_dir, d) for d in ("discriminator", "generator")
                                if os.path.isdir(os.path.join(output_dir, d))]):
                 shutil.copyfile(vocab_file, os.path.join(directory, "vocab.txt"))

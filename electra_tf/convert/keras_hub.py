@@ -147,7 +147,7 @@ def assign_from_keras_hub(encoder, backbone) -> None:
 def _warn_about_numerics(encoder) -> None:
     if encoder.activation == "gelu":
         logging.warning("%s uses the exact GELU; keras-hub's ElectraBackbone uses the tanh "
-                        "approximation, so its outputs will differ by up to ~1e-3",
+                        "approximation, so its outputs will differ by about 1e-3",
                         encoder.name)
     epsilons = {encoder.layer_norm_epsilon, encoder.embeddings.layer_norm_epsilon}
     if epsilons != {_KERAS_HUB_LAYER_NORM_EPSILON}:

@@ -76,3 +76,28 @@ def test_electra_tf_to_hf_and_refusals(hf_models, tmp_path):
                        str(tmp_path / "x")], module="electra_tf.convert_checkpoint")
     assert missing.returncode != 0 and "config.json" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_keras_hub_preset_round_trip_through_the_command(hf_models, tmp_path):
+    _, _, _, disc_dir, _ = hf_models
+    ours = tmp_path / "ours"
+    assert run_cli(["--from", "hf", "--input", disc_dir, "--output_dir", str(ours)],
+                   module="electra_tf.convert_checkpoint").returncode == 0
+    preset = tmp_path / "preset"
+    to_preset = run_cli(["--from", "electra_tf", "--input", str(ours), "--to", "keras_hub",
+                         "--output_dir", str(preset)], module="electra_tf.convert_checkpoint")
+    assert to_preset.returncode == 0, to_preset.stderr[-3000:]
+    assert (preset / "config.json").exists()
+    back = tmp_path / "back"
+    from_preset = run_cli(["--from", "keras_hub", "--input", str(preset), "--output_dir", str(back)],
+                          module="electra_tf.convert_checkpoint")
+    assert from_preset.returncode == 0, from_preset.stderr[-3000:]
+    assert "gelu_approximate" in (back / "config.yaml").read_text()
+    import tensorflow as tf
+    before = tf.train.load_checkpoint(str(ours / "checkpoints"))
+    after = tf.train.load_checkpoint(str(back / "checkpoints"))
+    names = [n for n in before.get_variable_to_shape_map()  # the encoder: keras-hub has no heads
+             if n.startswith(("weights/discriminator.S", "weights/embeddings.S"))]
+    assert len(names) > 20
+    for name in names:
+        np.testing.assert_array_equal(after.get_tensor(name), before.get_tensor(name), err_msg=name)
