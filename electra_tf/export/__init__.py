@@ -1,5 +1,5 @@
 """SavedModel export for TF Serving."""
 
-from electra_tf.export.savedmodel import export_discriminator
+from electra_tf.export.savedmodel import ExportError, export_discriminator
 
-__all__ = ["export_discriminator"]
+__all__ = ["ExportError", "export_discriminator"]

@@ -1,33 +1,178 @@
-"""Export of the pretrained discriminator as a SavedModel that TF Serving loads."""
+"""Export of the pretrained discriminator as a SavedModel that TF Serving loads.
+
+Signatures (all written with `keras.export.ExportArchive`, TensorFlow backend, traced without XLA):
+
+- `serving_default`: int32 `input_ids`, `input_mask`, `segment_ids` [batch, seq], both dimensions
+  dynamic -> float32 `logits` and `probabilities` (sigmoid) of "replaced" [batch, seq]. The
+  three inputs must be 2-D with the same shape, ids must be in [0, vocab_size), segment ids in
+  [0, type_vocab_size) and seq at most max_position_embeddings; otherwise the call fails with an
+  `InvalidArgumentError` naming the rule. Its graph uses only TensorFlow core ops (no
+  tensorflow-text, no XLA), so a stock `tensorflow_model_server` runs it.
+- `serve_examples` (`with_examples=True`, the default): string `examples` [batch] of serialized
+  `tf.Example`s with int64 features `input_ids`, `input_mask`, `segment_ids` (any length, as
+  in the pretraining TFRecords, which are already padded) -> the same outputs. Examples of
+  different lengths are padded with 0 to the longest one in the request; within one Example the
+  three features must have the same number of values (else an `InvalidArgumentError`). The
+  outputs cover the padded length, so padded positions should be ignored (input_mask == 0).
+- `serve_text` (`with_tokenizer=True`): string `text` [batch] of raw texts -> tokenized in the
+  graph by keras-hub's WordPiece tokenizer (tensorflow-text ops), `[CLS] tokens [SEP]` truncated
+  to `max_seq_length` and padded with [PAD] to the longest sequence of the request -> the same
+  outputs plus the int32 `input_ids` and `input_mask` it used. The vocabulary is stored as an
+  asset (`assets/<vocab file name>`, also reachable as `loaded.vocab_file`). A SavedModel with
+  this signature holds tensorflow-text ops in its function library, so the *whole* model (every
+  signature) loads only in a model server built with TF Text ops (and in Python only after
+  `import tensorflow_text`). Export it as a separate model if stock servers must load the other
+  signatures.
+
+For the MLM baseline (no discriminator) every signature returns the encoder's float32
+`sequence_output` [batch, seq, hidden] instead of logits and probabilities.
+"""
 
 from __future__ import annotations
+
+import os
 
 import keras
 import tensorflow as tf
 
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
+DEFAULT_SIGNATURE = "serving_default"
+EXAMPLES_SIGNATURE = "serve_examples"
+TEXT_SIGNATURE = "serve_text"
 
 
-def export_discriminator(pretrainer, export_dir: str) -> str:
-    """Writes `serving_default`: int32 `input_ids`, `input_mask`, `segment_ids` [batch, seq]
-    (both dimensions dynamic) -> float32 `logits` and `probabilities` of "replaced" [batch, seq].
+class ExportError(ValueError):
+    """An export that cannot be written as asked."""
 
-    For the MLM baseline (no discriminator) the output is the encoder's `sequence_output`.
+
+def export_discriminator(pretrainer, export_dir: str, *, with_examples: bool = True,
+                         with_tokenizer: bool = False, vocab_file: str | None = None,
+                         lower_case: bool = True, strip_accents: bool | None = None,
+                         max_seq_length: int = 128) -> str:
+    """Writes the SavedModel described in the module docstring to `export_dir`; returns it.
+
+    `with_tokenizer=True` adds `serve_text` and needs `vocab_file` (the run's vocab.txt);
+    `lower_case` / `strip_accents` must match how the training data was tokenized, and
+    `max_seq_length` (>= 2, at most the position table) bounds `[CLS] tokens [SEP]`.
     """
+    config = pretrainer.model_config
     archive = keras.export.ExportArchive()
     archive.track(pretrainer.encoder)
-    specs = [tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES]
     if pretrainer.discriminator is not None:
         archive.track(pretrainer.discriminator_head)
 
-        def serve(input_ids, input_mask, segment_ids):
-            logits = pretrainer.discriminator_logits(input_ids, input_mask, segment_ids)
-            return {"logits": logits, "probabilities": tf.sigmoid(logits)}
-    else:
-        def serve(input_ids, input_mask, segment_ids):
+    def outputs(input_ids, input_mask, segment_ids):
+        input_ids, input_mask, segment_ids = _validated(input_ids, input_mask, segment_ids, config)
+        if pretrainer.discriminator is None:
             output = pretrainer.encoder(input_ids, input_mask, segment_ids, training=False)
             return {"sequence_output": tf.cast(output, tf.float32)}
+        logits = pretrainer.discriminator_logits(input_ids, input_mask, segment_ids)
+        return {"logits": logits, "probabilities": tf.sigmoid(logits)}
 
-    archive.add_endpoint("serving_default", serve, input_signature=specs)
+    # The first endpoint is the default; ExportArchive wraps each one in a tf.function without
+    # jit_compile (plain TensorFlow ops) and without autograph.
+    archive.add_endpoint(
+        DEFAULT_SIGNATURE, outputs,
+        input_signature=[tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES])
+
+    if with_examples:
+        def serve_examples(examples):
+            return outputs(*_parse_examples(examples))
+
+        archive.add_endpoint(EXAMPLES_SIGNATURE, serve_examples,
+                             input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+
+    vocab_asset = None
+    if with_tokenizer:
+        text_to_inputs, vocab_asset = _text_preprocessor(
+            vocab_file, config, lower_case, strip_accents, max_seq_length)
+
+        def serve_text(text):
+            input_ids, input_mask, segment_ids = text_to_inputs(text)
+            result = outputs(input_ids, input_mask, segment_ids)
+            result.update(input_ids=input_ids, input_mask=input_mask)
+            return result
+
+        archive.add_endpoint(TEXT_SIGNATURE, serve_text,
+                             input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    if vocab_asset is not None:
+        # ExportArchive has no public hook for plain assets: attach the Asset to the object it
+        # saves, so `assets/` holds the vocabulary and `loaded.vocab_file` points at it.
+        archive._tf_trackable.vocab_file = vocab_asset
     archive.write_out(export_dir, verbose=False)
     return export_dir
+
+
+def _validated(input_ids, input_mask, segment_ids, config):
+    """The inputs behind asserts on shapes and ranges (InvalidArgumentError with the rule)."""
+    # A loaded signature checks dtypes but not shapes: a 1-D tensor gets through its TensorSpec,
+    # and Grappler folds tf.rank to the traced rank 2. EnsureShape checks the rank at run time.
+    input_ids, input_mask, segment_ids = (
+        tf.ensure_shape(tensor, [None, None], name=f"check_{name}_is_batch_by_seq")
+        for tensor, name in zip((input_ids, input_mask, segment_ids), INPUT_NAMES))
+    ids_shape = tf.shape(input_ids)
+    checks = [
+        tf.debugging.assert_equal(
+            tf.shape(input_mask), ids_shape,
+            message="input_mask must have the same shape [batch, seq] as input_ids"),
+        tf.debugging.assert_equal(
+            tf.shape(segment_ids), ids_shape,
+            message="segment_ids must have the same shape [batch, seq] as input_ids"),
+        tf.debugging.assert_less_equal(
+            ids_shape[1], config.max_position_embeddings,
+            message=f"seq (the second dimension of input_ids) must be at most "
+                    f"{config.max_position_embeddings} (model.max_position_embeddings)"),
+        tf.debugging.assert_non_negative(input_ids, message="input_ids must be non-negative"),
+        tf.debugging.assert_less(input_ids, config.vocab_size,
+                                 message=f"input_ids must be below vocab_size {config.vocab_size}"),
+        tf.debugging.assert_non_negative(segment_ids, message="segment_ids must be non-negative"),
+        tf.debugging.assert_less(
+            segment_ids, config.type_vocab_size,
+            message=f"segment_ids must be below type_vocab_size {config.type_vocab_size}"),
+    ]
+    with tf.control_dependencies(checks):
+        return tf.identity(input_ids), tf.identity(input_mask), tf.identity(segment_ids)
+
+
+def _parse_examples(examples):
+    """Serialized tf.Examples [batch] -> int32 inputs [batch, longest], padded with 0."""
+    features = tf.io.parse_example(
+        examples, {name: tf.io.RaggedFeature(tf.int64) for name in INPUT_NAMES})
+    lengths = features["input_ids"].row_lengths()
+    checks = [
+        tf.debugging.assert_equal(
+            features[name].row_lengths(), lengths,
+            message=f"every Example needs as many {name} values as input_ids values")
+        for name in INPUT_NAMES[1:]]
+    with tf.control_dependencies(checks):
+        return tuple(tf.cast(features[name].to_tensor(default_value=0), tf.int32)
+                     for name in INPUT_NAMES)
+
+
+def _text_preprocessor(vocab_file, config, lower_case, strip_accents, max_seq_length):
+    """(texts [batch] -> int32 inputs [batch, longest], the vocabulary as a SavedModel Asset)."""
+    from electra_tf.data.tokenization import load_vocabulary, make_tokenizer, special_ids
+
+    if not vocab_file:
+        raise ExportError("with_tokenizer needs a vocab_file (the vocab.txt the model was "
+                          "trained with)")
+    if not 2 <= max_seq_length <= config.max_position_embeddings:
+        raise ExportError(f"max_seq_length must be in [2, {config.max_position_embeddings}] "
+                          f"(model.max_position_embeddings), got {max_seq_length}")
+    vocabulary = load_vocabulary(vocab_file)
+    if len(vocabulary) > config.vocab_size:
+        raise ExportError(f"{vocab_file} has {len(vocabulary)} tokens, more than the model's "
+                          f"vocab_size {config.vocab_size}: not the model's vocabulary")
+    ids = special_ids(vocabulary, source=vocab_file)
+    tokenizer = make_tokenizer(vocabulary, lower_case=lower_case, strip_accents=strip_accents)
+    asset = tf.saved_model.Asset(os.path.abspath(vocab_file))
+
+    def text_to_inputs(text):
+        tokens = tokenizer(text)[:, :max_seq_length - 2]  # ragged int32 [batch, (n)]
+        column = tf.ones([tokens.nrows(), 1], tf.int32)
+        sequences = tf.concat([column * ids.cls, tokens, column * ids.sep], axis=1)
+        input_ids = sequences.to_tensor(default_value=ids.pad)
+        input_mask = tf.ones_like(sequences).to_tensor(default_value=0)
+        return input_ids, input_mask, tf.zeros_like(input_ids)
+
+    return text_to_inputs, asset

@@ -21,9 +21,13 @@ class RunCheckpoint:
     def __init__(self, model, directory: str, max_to_keep: int = 5):
         self.model = model
         self.batches_seen = tf.Variable(0, dtype=tf.int64, trainable=False, name="batches_seen")
+        weight_ids = {id(v) for v in model.weights}
+        # Seed-generator paths carry a process-wide counter; their order in the model is stable.
+        seeds = [v for v in model.variables if id(v) not in weight_ids]
         self.checkpoint = tf.train.Checkpoint(
-            weights={v.path: v for v in model.variables}, optimizer=model.optimizer,
-            batches_seen=self.batches_seen)
+            weights={v.path: v for v in model.weights},
+            dropout_seeds={str(i): v for i, v in enumerate(seeds)},
+            optimizer=model.optimizer, batches_seen=self.batches_seen)
         self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=max_to_keep)
 
     @property

@@ -1,0 +1,205 @@
+r"""Exports a pretraining checkpoint's discriminator as a SavedModel for TF Serving.
+
+From a run directory of `electra_tf.run_pretraining` (its config.yaml and newest checkpoint):
+
+  python -m electra_tf.export_savedmodel --model_dir runs/small --output_dir models/electra
+
+writes `models/electra/<step>/` (TF Serving's `<base>/<version>/` layout; the version defaults
+to the checkpoint's step) with the signatures `serving_default` (int32 input_ids, input_mask,
+segment_ids [batch, seq] -> float32 logits, probabilities [batch, seq]) and `serve_examples`
+(serialized tf.Examples). `--with_tokenizer` adds `serve_text` (raw strings, tokenized in the
+graph); that needs a model server built with TF Text ops, for every signature of the model.
+
+Or from any checkpoint and config:
+
+  python -m electra_tf.export_savedmodel --checkpoint ckpts/ckpt-1000 \
+      --config pretrain/electra_small --output_dir models/electra --version 1
+
+The version directory appears only once it is complete (written next to it, then renamed), so a
+model server watching `--output_dir` never loads half a model. An existing version is kept
+unless `--overwrite`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("model_dir", None, "Run directory of run_pretraining: reads its config.yaml "
+                    "and the newest checkpoint under checkpoints/. Default output_dir: "
+                    "<model_dir>/export.")
+flags.DEFINE_string("checkpoint", None, "Checkpoint to export (file prefix such as "
+                    "ckpts/ckpt-1000, or a directory: its newest checkpoint). Default: the "
+                    "newest in <model_dir>/checkpoints.")
+flags.DEFINE_string("config", None, "Config YAML of the checkpoint's model (path or name under "
+                    "configs/). Default: <model_dir>/config.yaml.")
+flags.DEFINE_string("output_dir", None, "Base directory of the served model; the SavedModel "
+                    "goes to <output_dir>/<version>/. Required without --model_dir.")
+flags.DEFINE_integer("version", None, "Model version (directory name, an integer >= 0). "
+                     "Default: the checkpoint's step number (the N of ckpt-N).")
+flags.DEFINE_bool("overwrite", False, "Replace an existing <output_dir>/<version>/ (otherwise "
+                  "the export is refused).")
+flags.DEFINE_bool("with_examples", True, "Add the serve_examples signature (serialized "
+                  "tf.Example protos with int64 input_ids, input_mask, segment_ids).")
+flags.DEFINE_bool("with_tokenizer", False, "Add the serve_text signature (raw text, WordPiece "
+                  "in the graph with tensorflow-text ops: the model then needs a model server "
+                  "built with TF Text ops).")
+flags.DEFINE_string("vocab_file", None, "vocab.txt for --with_tokenizer, stored in the "
+                    "SavedModel's assets. Default: run.vocab_file of the config.")
+flags.DEFINE_bool("lower_case", True, "serve_text: lower-case (and strip accents) before "
+                  "WordPiece, as for an uncased vocabulary; --nolower_case for a cased one.")
+flags.DEFINE_integer("max_seq_length", None, "serve_text: longest [CLS] tokens [SEP] sequence; "
+                     "longer texts are truncated. Default: run.max_seq_length of the config "
+                     "(128 unless the run changed it).")
+
+
+class ExportCommandError(ValueError):
+    """An export that cannot run as asked."""
+
+
+def _checkpoint_and_config(tf):
+    """(checkpoint prefix, config file) from the flags, checked to exist."""
+    checkpoint, config = FLAGS.checkpoint, FLAGS.config
+    if FLAGS.model_dir is not None:
+        if not tf.io.gfile.isdir(FLAGS.model_dir):
+            raise ExportCommandError(f"--model_dir {FLAGS.model_dir} is not a directory")
+        if config is None:
+            config = os.path.join(FLAGS.model_dir, "config.yaml")
+            if not tf.io.gfile.exists(config):
+                raise ExportCommandError(f"{FLAGS.model_dir} has no config.yaml (not a run "
+                                         "directory of run_pretraining?); give --config")
+        if checkpoint is None:
+            checkpoint = os.path.join(FLAGS.model_dir, "checkpoints")
+            if not tf.io.gfile.isdir(checkpoint):
+                raise ExportCommandError(f"{FLAGS.model_dir} has no checkpoints/ directory")
+    if checkpoint is None or config is None:
+        raise ExportCommandError("give --model_dir, or --checkpoint and --config")
+    if tf.io.gfile.isdir(checkpoint):
+        latest = tf.train.latest_checkpoint(checkpoint)
+        if latest is None:
+            raise ExportCommandError(f"no checkpoint in {checkpoint}")
+        checkpoint = latest
+    elif not tf.io.gfile.exists(checkpoint + ".index"):
+        raise ExportCommandError(f"checkpoint not found: {checkpoint} (no {checkpoint}.index)")
+    return checkpoint, config
+
+
+def _version(checkpoint: str) -> int:
+    if FLAGS.version is not None:
+        if FLAGS.version < 0:
+            raise ExportCommandError(f"--version must be >= 0, got {FLAGS.version}")
+        return FLAGS.version
+    match = re.search(r"-(\d+)$", checkpoint)
+    if match is None:
+        raise ExportCommandError(f"cannot read a step number from {checkpoint} (expected "
+                                 "...-<step>); give --version")
+    return int(match.group(1))
+
+
+def _checkpoint_key(path: str) -> str:
+    """The checkpoint key under which RunCheckpoint / restore_weights store a Keras weight."""
+    escaped = path.replace(".", "..").replace("/", ".S")
+    return f"weights/{escaped}/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def _check_fits(tf, model, checkpoint: str, config_path: str) -> None:
+    """Names the first weight the checkpoint lacks or holds in another shape.
+
+    (A failed restore says much the same, but also leaves TensorFlow warnings about every
+    unrestored value after the error line.)
+    """
+    try:
+        shapes = dict(tf.train.list_variables(checkpoint))
+    except (tf.errors.OpError, ValueError) as e:
+        raise ExportCommandError(f"cannot read checkpoint {checkpoint}: "
+                                 f"{str(e).strip().splitlines()[0]}") from None
+    for weight in model.weights:
+        stored = shapes.get(_checkpoint_key(weight.path))
+        if stored is None:
+            raise ExportCommandError(f"{checkpoint} does not fit the model of {config_path}: it "
+                                     f"has no {weight.path} (not a checkpoint of this code?)")
+        if tuple(stored) != tuple(weight.shape):
+            raise ExportCommandError(
+                f"{checkpoint} does not fit the model of {config_path}: {weight.path} has shape "
+                f"{tuple(stored)} in the checkpoint, {tuple(weight.shape)} in the model")
+
+
+def run() -> int:
+    import tensorflow as tf
+
+    checkpoint, config_path = _checkpoint_and_config(tf)
+    version = _version(checkpoint)
+    output_dir = FLAGS.output_dir or (
+        os.path.join(FLAGS.model_dir, "export") if FLAGS.model_dir is not None else None)
+    if output_dir is None:
+        raise ExportCommandError("--output_dir is required without --model_dir")
+    target = os.path.join(output_dir, str(version))
+    if tf.io.gfile.exists(target) and not FLAGS.overwrite:
+        raise ExportCommandError(f"{target} already exists; choose another --version or pass "
+                                 "--overwrite")
+
+    from electra_tf.config import load_config
+
+    config = load_config(config_path)
+    vocab_file = None
+    if FLAGS.with_tokenizer:
+        vocab_file = FLAGS.vocab_file or config.run.vocab_file
+        if not vocab_file:
+            raise ExportCommandError("--with_tokenizer needs --vocab_file (the config has no "
+                                     "run.vocab_file)")
+
+    from electra_tf.export.savedmodel import export_discriminator
+    from electra_tf.models import ElectraPretrainer
+    from electra_tf.training.checkpointing import restore_weights
+
+    model = ElectraPretrainer(config.model, config.objective)
+    _check_fits(tf, model, checkpoint, config_path)
+    restore_weights(model, checkpoint)
+    # Written next to the target under a name TF Serving ignores (not a number), then renamed:
+    # a server polling output_dir never sees a partial version.
+    staging = os.path.join(output_dir, f".tmp-{version}-{os.getpid()}")
+    if tf.io.gfile.exists(staging):
+        tf.io.gfile.rmtree(staging)
+    tf.io.gfile.makedirs(output_dir)
+    try:
+        export_discriminator(model, staging, with_examples=FLAGS.with_examples,
+                             with_tokenizer=FLAGS.with_tokenizer, vocab_file=vocab_file,
+                             lower_case=FLAGS.lower_case,
+                             max_seq_length=FLAGS.max_seq_length or config.run.max_seq_length)
+        if tf.io.gfile.exists(target):  # only with --overwrite (checked above)
+            tf.io.gfile.rmtree(target)
+        tf.io.gfile.rename(staging, target)
+    finally:
+        if tf.io.gfile.exists(staging):
+            tf.io.gfile.rmtree(staging)
+    signatures = ["serving_default"] + ["serve_examples"] * FLAGS.with_examples + [
+        "serve_text"] * FLAGS.with_tokenizer
+    print(f"exported {checkpoint} to {target} (signatures: {', '.join(signatures)})", flush=True)
+    return 0
+
+
+def main(argv):
+    if len(argv) > 1:
+        sys.exit(f"error: unexpected arguments {argv[1:]}; see --help")
+    import tensorflow as tf
+
+    from electra_tf.config import ConfigError
+    from electra_tf.data.tokenization import VocabularyError
+    from electra_tf.export.savedmodel import ExportError
+    from electra_tf.training.checkpointing import CheckpointError
+
+    try:
+        return run()
+    except (ExportCommandError, ExportError, ConfigError, VocabularyError, CheckpointError) as e:
+        sys.exit(f"error: {e}")
+    except tf.errors.OpError as e:
+        message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", e.message).strip()
+        sys.exit(f"error: {message.splitlines()[0] if message else type(e).__name__}")
+
+
+if __name__ == "__main__":
+    app.run(main)
