@@ -145,8 +145,17 @@ def read_hf_tensors(directory: str) -> dict[str, np.ndarray]:
         tensors = {}
         for shard in shards:
             tensors.update(load_file(os.path.join(directory, shard)))
+    elif os.path.isfile(os.path.join(directory, "pytorch_model.bin")):
+        try:
+            import torch
+        except ImportError:
+            raise ConversionError(f"{directory} holds pytorch_model.bin: install torch to read it, "
+                                  "or re-save it with safe_serialization=True") from None
+        state = torch.load(os.path.join(directory, "pytorch_model.bin"), map_location="cpu",
+                           weights_only=True)
+        tensors = {k: v.float().numpy() for k, v in state.items()}
     else:
-        raise ConversionError(f"{directory} has no model.safetensors (save with safe_serialization=True)")
+        raise ConversionError(f"{directory} has neither model.safetensors nor pytorch_model.bin")
     return {k[len("electra."):] if k.startswith("electra.") else k: v for k, v in tensors.items()}
 
 
@@ -192,14 +201,19 @@ def assign_from_hf(pretrainer, tensors_by_model: dict[str, dict[str, np.ndarray]
                    source_names: dict[tuple[str, str], str] | None = None) -> None:
     """Copies HF tensors into `pretrainer`, checking every shape. Models absent are skipped.
 
-    `source_names` maps (model, HF key) to the name to report in errors (e.g. a TF1 name).
+    `source_names` maps (model, HF key) to the name to report in errors (e.g. a TF1 name). An
+    encoder without the discriminator head (`ElectraModel`) loads; the head stays as initialised.
     """
+    missing_head = False
     for link in weight_links(pretrainer):
         tensors = tensors_by_model.get(link.model)
         if tensors is None:
             continue
         key = link.key
         name = (source_names or {}).get((link.model, key), f"{link.model} tensor {key}")
+        if key not in tensors and key.startswith("discriminator_predictions."):
+            missing_head = True  # an ElectraModel directory: encoder only
+            continue
         if key not in tensors:
             raise ConversionError(f"{link.model} weights lack {key} (needed for {link.variable.path})")
         try:
@@ -210,6 +224,9 @@ def assign_from_hf(pretrainer, tensors_by_model: dict[str, dict[str, np.ndarray]
             raise ConversionError(f"{name} has shape {tuple(tensors[key].shape)}, which does not "
                                   f"fit {link.variable.path} {tuple(link.variable.shape)}")
         link.variable.assign(value.astype(np.float32))
+    if missing_head:
+        logging.warning("no discriminator_predictions.* weights (an ElectraModel checkpoint): the "
+                        "replaced-token head keeps its random initialisation")
 
 
 def _check_shared_embeddings(discriminator: dict, generator: dict) -> None:

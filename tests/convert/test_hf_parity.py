@@ -105,3 +105,27 @@ def test_shape_mismatch_names_the_tensor(hf_models, tmp_path):
     (bad / "config.json").write_text(json.dumps(config))
     with pytest.raises(ConversionError, match="intermediate.dense.weight"):
         load_hf_pretrainer(disc_dir, str(bad))
+
+
+def test_electra_model_directory_and_pytorch_bin_load(hf_models, tmp_path):
+    torch, disc, _, _, _ = hf_models
+    transformers = require("transformers")
+    encoder = transformers.ElectraModel(disc.config)
+    encoder.load_state_dict(disc.electra.state_dict())
+    encoder.save_pretrained(tmp_path / "model")  # keys without the "electra." prefix, no head
+    torch.save(disc.state_dict(), tmp_path / "pytorch_model.bin")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "pytorch_model.bin").rename(tmp_path / "bin" / "pytorch_model.bin")
+    disc.config.save_pretrained(tmp_path / "bin")
+    ids, mask, segments, _ = _inputs()
+    with torch.no_grad():
+        hidden = encoder.eval()(input_ids=torch.tensor(ids, dtype=torch.long),
+                                attention_mask=torch.tensor(mask, dtype=torch.long),
+                                token_type_ids=torch.tensor(segments, dtype=torch.long)
+                                ).last_hidden_state.numpy()
+    from_model = load_hf_pretrainer(str(tmp_path / "model"))
+    ours = from_model.discriminator(ids, mask, segments).numpy()
+    assert np.max(np.abs(ours - hidden)[mask.astype(bool)]) < 1e-4
+    from_bin = load_hf_pretrainer(str(tmp_path / "bin"))
+    for a, b in zip(from_bin.discriminator.weights, from_model.discriminator.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
