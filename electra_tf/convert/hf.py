@@ -302,6 +302,9 @@ def load_hf_pretrainer(discriminator_dir: str, generator_dir: str | None = None,
     from electra_tf.models import ElectraPretrainer  # models/ stays free of I/O
 
     disc_config = read_hf_config(discriminator_dir)
+    if "ElectraForMaskedLM" in disc_config.get("architectures", []):
+        raise ConversionError(f"{discriminator_dir} holds a generator (ElectraForMaskedLM): pass "
+                              "it as the generator, with the discriminator directory as input")
     gen_config = read_hf_config(generator_dir) if generator_dir else None
     config = dataclasses.replace(model_config_from_hf(disc_config, gen_config), **model_overrides)
     tensors = {"discriminator": read_hf_tensors(discriminator_dir)}

@@ -129,3 +129,9 @@ def test_electra_model_directory_and_pytorch_bin_load(hf_models, tmp_path):
     from_bin = load_hf_pretrainer(str(tmp_path / "bin"))
     for a, b in zip(from_bin.discriminator.weights, from_model.discriminator.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_generator_directory_given_as_the_discriminator_is_refused(hf_models):
+    _, _, _, _, gen_dir = hf_models
+    with pytest.raises(ConversionError, match="holds a generator"):
+        load_hf_pretrainer(gen_dir)
