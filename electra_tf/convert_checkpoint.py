@@ -77,10 +77,9 @@ def load_electra_tf(path: str):
 
 def write_electra_tf(pretrainer, output_dir: str, vocab_file: str | None) -> str:
     """checkpoints/ckpt-0 (weights by Keras path), config.yaml and vocab.txt under output_dir."""
-    import tensorflow as tf
-
     from electra_tf.config import ElectraConfig, RunConfig
     from electra_tf.data.tokenization import load_vocabulary, special_ids
+    from electra_tf.training.checkpointing import save_weights
 
     objective = pretrainer.objective
     run = RunConfig(max_seq_length=min(RunConfig.max_seq_length,
@@ -91,8 +90,7 @@ def write_electra_tf(pretrainer, output_dir: str, vocab_file: str | None) -> str
                                         sep_token_id=ids.sep, mask_token_id=ids.mask)
         run = dataclasses.replace(run, vocab_file=os.path.join(output_dir, "vocab.txt"))
     config = ElectraConfig(model=pretrainer.model_config, objective=objective, run=run)
-    checkpoint = tf.train.Checkpoint(weights={v.path: v for v in pretrainer.weights})
-    path = tf.train.CheckpointManager(checkpoint, os.path.join(output_dir, "checkpoints"), 1).save(0)
+    path = save_weights(pretrainer, os.path.join(output_dir, "checkpoints"))
     with open(os.path.join(output_dir, "config.yaml"), "w") as f:
         f.write(config.to_yaml())
     return path

@@ -9,6 +9,17 @@ class CheckpointError(ValueError):
     """A checkpoint that does not fit the model being trained."""
 
 
+def weights_by_path(model) -> dict:
+    """The checkpoint's `weights` entry: every model weight keyed by its Keras path."""
+    return {v.path: v for v in model.weights}
+
+
+def save_weights(model, directory: str) -> str:
+    """Writes only the weights (as `restore_weights` and `--init_checkpoint` read them)."""
+    checkpoint = tf.train.Checkpoint(weights=weights_by_path(model))
+    return tf.train.CheckpointManager(checkpoint, directory, max_to_keep=1).save(0)
+
+
 class RunCheckpoint:
     """A `tf.train.CheckpointManager` over the model's weights, its optimizer and the input position.
 
@@ -25,7 +36,7 @@ class RunCheckpoint:
         # Seed-generator paths carry a process-wide counter; their order in the model is stable.
         seeds = [v for v in model.variables if id(v) not in weight_ids]
         self.checkpoint = tf.train.Checkpoint(
-            weights={v.path: v for v in model.weights},
+            weights=weights_by_path(model),
             dropout_seeds={str(i): v for i, v in enumerate(seeds)},
             optimizer=model.optimizer, batches_seen=self.batches_seen)
         self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=max_to_keep)
@@ -54,7 +65,7 @@ def restore_weights(model, path: str) -> None:
     """Loads only the model weights of a checkpoint (e.g. to continue from a converted one)."""
     if tf.io.gfile.isdir(path):
         path = tf.train.latest_checkpoint(path) or path
-    checkpoint = tf.train.Checkpoint(weights={v.path: v for v in model.weights})
+    checkpoint = tf.train.Checkpoint(weights=weights_by_path(model))
     try:
         checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
     except (ValueError, AssertionError, tf.errors.OpError) as e:
