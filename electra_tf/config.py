@@ -135,13 +135,17 @@ class RunConfig:
     keep_checkpoint_max: int = 5
     log_every_steps: int = 100
     steps_per_execution: int = 1
+    eval_every_steps: int = 0  # with --eval_data: held-out metrics every N steps (0: at the end)
+    eval_batches: int = 8  # held-out batches of train_batch_size per evaluation
 
     def validate(self) -> None:
         for name in ("max_seq_length", "train_batch_size", "shuffle_buffer",
                      "save_checkpoints_steps", "keep_checkpoint_max", "log_every_steps",
-                     "steps_per_execution"):
+                     "steps_per_execution", "eval_batches"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"run.{name} must be positive, got {getattr(self, name)}")
+        if self.eval_every_steps < 0:
+            raise ConfigError(f"run.eval_every_steps must be >= 0, got {self.eval_every_steps}")
 
 
 @dataclasses.dataclass

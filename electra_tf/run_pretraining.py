@@ -2,8 +2,10 @@ r"""Pretrains ELECTRA: `python -m electra_tf.run_pretraining [flags]`.
 
 With no flags it runs a complete small demonstration on CPU: the documentation that ships with
 Python (standard-library module docstrings and pydoc topics) as the corpus, a WordPiece vocabulary
-learned from it, the tiny model, a few hundred steps; it writes TensorBoard events, checkpoints,
-the resolved config and a SavedModel of the discriminator under one run directory.
+learned from it, the tiny model, a few hundred steps with the discriminator's held-out AUC every
+100 steps; it writes TensorBoard events, checkpoints, the resolved config and a SavedModel of the
+discriminator under one run directory. `--config pretrain/mini` runs the larger CPU recipe on the
+same corpus.
 
 Real runs:
   python -m electra_tf.run_pretraining --config configs/pretrain/electra_small.yaml \
@@ -27,11 +29,16 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("config", None, "Config YAML (path, or name under configs/, e.g. "
                     "pretrain/electra_small). Default: pretrain/demo.")
 flags.DEFINE_string("data", None, "TFRecord shards (glob, comma-separated globs or a directory; "
-                    "local or gs://). Default: build the embedded demonstration corpus.")
+                    "local or gs://). Default: build the embedded demonstration corpus (with its "
+                    "own vocabulary and held-out split) under --model_dir/data.")
+flags.DEFINE_string("eval_data", None, "Held-out TFRecord shards: the discriminator's AUC and "
+                    "the losses on run.eval_batches batches of them every run.eval_every_steps "
+                    "steps and at the end. Default: none (the demo holds out every 10th document).")
 flags.DEFINE_string("vocab_file", None, "vocab.txt of the data; sets vocab_size and the ids of "
                     "[PAD] [UNK] [CLS] [SEP] [MASK]. Default: run.vocab_file of the config.")
 flags.DEFINE_string("model_dir", None, "Run directory: checkpoints, TensorBoard events, config, "
-                    "export. Default: runs/electra_demo (no --data) or required.")
+                    "export. Default: runs/electra_<config name> without --data (runs/electra_demo); "
+                    "required with --data.")
 flags.DEFINE_enum("strategy", "auto", ["auto", "one_device", "mirrored", "multi_worker", "tpu"],
                   "tf.distribute strategy; auto picks a TPU, then all GPUs, then the CPU.")
 flags.DEFINE_string("tpu", None, "TPU name or grpc:// address (Cloud TPU, Colab).")
@@ -60,24 +67,28 @@ class RunError(ValueError):
     """A run that cannot start as asked."""
 
 
-def _prepare_demo_data(run_dir: str) -> tuple[str, str]:
-    """Builds (once) the embedded corpus, its vocabulary and TFRecords under run_dir/data."""
+def _prepare_demo_data(run_dir: str) -> tuple[str, str, str]:
+    """Builds (once) the embedded corpus, its vocabulary and TFRecords under run_dir/data: every
+    10th document held out for evaluation. Returns (train glob, held-out glob, vocab.txt)."""
     from electra_tf.data import corpus, pretraining_data, tokenization
 
     data_dir = os.path.join(run_dir, "data")
     vocab_file = os.path.join(data_dir, "vocab.txt")
     records_dir = os.path.join(data_dir, "tfrecords")
-    if not os.path.exists(os.path.join(records_dir, "metadata.json")):
-        text_dir = os.path.join(data_dir, "text")
-        paths = corpus.write_embedded_corpus(text_dir)
+    held_out_dir = os.path.join(data_dir, "heldout_tfrecords")
+    if not all(os.path.exists(os.path.join(d, "metadata.json")) for d in (records_dir, held_out_dir)):
+        text_dir, held_out_text_dir = (os.path.join(data_dir, name) for name in ("text", "heldout_text"))
+        paths = corpus.write_embedded_corpus(text_dir, held_out_dir=held_out_text_dir)
         logging.info("demo corpus: %d files under %s", len(paths), text_dir)
         lines = [line for document in corpus.read_documents(text_dir) for line in document]
         tokenization.learn_vocabulary(lines, DEMO_VOCAB_SIZE, vocab_file)
-        summary = pretraining_data.build_pretraining_data(
-            corpus=text_dir, vocab_file=vocab_file, output_dir=records_dir, max_seq_length=128,
-            overwrite=True)
-        logging.info("demo data: %s", summary)
-    return os.path.join(records_dir, "*.tfrecord*"), vocab_file
+        for text, records in ((held_out_text_dir, held_out_dir), (text_dir, records_dir)):
+            summary = pretraining_data.build_pretraining_data(
+                corpus=text, vocab_file=vocab_file, output_dir=records, max_seq_length=128,
+                overwrite=True)
+            logging.info("demo data: %s", summary)
+    return (os.path.join(records_dir, "*.tfrecord*"), os.path.join(held_out_dir, "*.tfrecord*"),
+            vocab_file)
 
 
 def _resolve_config(demo: bool):
@@ -138,10 +149,12 @@ def run() -> int:
 
     started = time.time()
     preemption = callbacks.Preemption()  # from the start: a SIGTERM during setup is not lost
-    demo = FLAGS.data is None
-    if demo and FLAGS.config is not None and FLAGS.vocab_file is None:
-        raise RunError("--config without --data: give the TFRecords (--data) and --vocab_file")
-    model_dir = FLAGS.model_dir or ("runs/electra_demo" if demo else None)
+    demo = FLAGS.data is None  # the embedded corpus, with pretrain/demo or the given --config
+    if demo and FLAGS.vocab_file is not None:
+        raise RunError("--vocab_file without --data: give the TFRecords made with it (--data), "
+                       "or neither to train on the embedded demonstration corpus")
+    config_name = os.path.splitext(os.path.basename(FLAGS.config or "pretrain/demo"))[0]
+    model_dir = FLAGS.model_dir or (f"runs/electra_{config_name}" if demo else None)
     if model_dir is None:
         raise RunError("--model_dir is required with --data")
     if FLAGS.cpu_devices:
@@ -150,13 +163,17 @@ def run() -> int:
             [tf.config.LogicalDeviceConfiguration()] * FLAGS.cpu_devices)
     if FLAGS.deterministic:
         tf.config.experimental.enable_op_determinism()
-    data = FLAGS.data
+    data, eval_data = FLAGS.data, FLAGS.eval_data
     if demo:
-        data, vocab_file = _prepare_demo_data(model_dir)
+        data, demo_eval_data, vocab_file = _prepare_demo_data(model_dir)
+        eval_data = eval_data or demo_eval_data
         FLAGS.vocab_file = FLAGS.vocab_file or vocab_file
     config = _resolve_config(demo)
     files = pipeline.list_shards(data)
     pipeline.check_metadata(files, config.run.max_seq_length, config.model.vocab_size)
+    eval_files = pipeline.list_shards(eval_data) if eval_data else []
+    if eval_files:
+        pipeline.check_metadata(eval_files, config.run.max_seq_length, config.model.vocab_size)
     _check_model_dir(model_dir, config)
 
     strategy = distribution.make_strategy(FLAGS.strategy, FLAGS.tpu)
@@ -194,6 +211,15 @@ def run() -> int:
     progress = callbacks.ProgressLogger(total, start, config.run.log_every_steps,
                                         config.run.train_batch_size,
                                         os.path.join(write_dir, "tensorboard"))
+    run_callbacks, evaluation = [guard, progress], None
+    if eval_files:
+        held_out = pipeline.make_dataset(
+            eval_files, config.run.train_batch_size, config.run.max_seq_length, config.objective,
+            training=False).take(config.run.eval_batches).cache()
+        evaluation = callbacks.HeldOutEvaluation(
+            held_out, total, start, config.run.eval_every_steps,
+            os.path.join(write_dir, "tensorboard", "heldout"))
+        run_callbacks.append(evaluation)
     if start < total:
         dataset = pipeline.make_distributed_dataset(
             strategy, files, config.run.train_batch_size, config.run.max_seq_length,
@@ -204,7 +230,7 @@ def run() -> int:
                      "XLA" if jit_compile else "no XLA", start, total,
                      strategy.num_replicas_in_sync, config.run.train_batch_size)
         model.fit(dataset, steps_per_epoch=total - start, epochs=1, verbose=0,
-                  callbacks=[guard, progress])
+                  callbacks=run_callbacks)
     else:
         guard.status = "finished"
         logging.info("%s is already at step %d of %d", run_checkpoint.latest, start, total)
@@ -221,15 +247,18 @@ def run() -> int:
         export_dir = export_discriminator(
             model, os.path.join(model_dir, "export", str(guard.batches)))
     _print_summary(model_dir, run_checkpoint.latest, export_dir, progress.last_values,
-                   guard.batches, time.time() - started)
+                   evaluation.history if evaluation else [], guard.batches, time.time() - started)
     return 0
 
 
-def _print_summary(model_dir, checkpoint, export_dir, values, step, seconds):
+def _print_summary(model_dir, checkpoint, export_dir, values, held_out, step, seconds):
     lines = [f"finished at step {step} in {seconds:.0f} s"]
     if values:
         lines.append("last metrics: " + ", ".join(
             f"{k} {v:.4g}" for k, v in sorted(values.items())))
+    if held_out and "disc_auc" in held_out[-1][1]:
+        lines.append("held-out discriminator AUC: " + ", ".join(
+            f"{metrics['disc_auc']:.3f} (step {at})" for at, metrics in held_out))
     lines += [f"run directory:  {model_dir}",
               f"config:         {os.path.join(model_dir, 'config.yaml')}",
               f"checkpoint:     {checkpoint}",

@@ -63,6 +63,26 @@ def test_tiny_loads_and_validates():
     gen.validate()
 
 
+@pytest.mark.parametrize("name", ["demo", "mini"])
+def test_cpu_recipes_stay_electra_and_evaluate_held_out(name):
+    """The CPU recipes' measured settings (README: why the discriminator gives up)."""
+    config = load_config(f"pretrain/{name}").validate()
+    generator = config.model.generator_config()
+    assert config.objective.electra_objective and config.objective.disc_weight == 50.0
+    assert generator.hidden_size < config.model.hidden_size
+    assert generator.num_layers == config.model.num_layers
+    assert config.objective.temperature == 2.0
+    assert config.optimizer.bias_correction is True
+    assert config.run.eval_every_steps > 0 and config.run.eval_batches > 0
+    assert config.optimizer.train_steps % config.run.eval_every_steps == 0
+
+
+def test_mini_is_wider_than_tiny_with_a_quarter_width_generator():
+    tiny, mini = load_config("model/tiny").model, load_config("model/mini").model
+    assert mini.hidden_size == 2 * tiny.hidden_size and mini.num_layers == tiny.num_layers
+    assert mini.generator_config().hidden_size == mini.hidden_size // 4
+
+
 def test_head_size_is_64_for_paper_sizes():
     for name in ("small", "base", "large"):
         model = load_config(f"model/{name}").model

@@ -220,7 +220,8 @@ def test_serving_default_in_tensorflow_only_process(pretrainer, exported, export
     for i, (lengths, seq) in enumerate(shapes):
         assert out[f"logits_{i}"].shape == (len(lengths), seq)
         np.testing.assert_allclose(out[f"logits_{i}"], expected[i], atol=1e-5, rtol=0)
-        np.testing.assert_allclose(out[f"probabilities_{i}"], 1 / (1 + np.exp(-expected[i])),
+        np.testing.assert_allclose(out[f"probabilities_{i}"],
+                                   1 / (1 + np.exp(-out[f"logits_{i}"].astype(np.float64))),
                                    atol=1e-6, rtol=0)
     # What a stock model server would say about the serve_text export (README caveat).
     assert "Op type not registered" in str(out["text_error"])

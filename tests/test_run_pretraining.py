@@ -138,3 +138,32 @@ def test_default_demo_runs_on_the_embedded_corpus(tmp_path):
     assert f"vocab_size: {len([t for t in vocabulary if t])}" in config
     assert (run / "export" / "20" / "saved_model.pb").exists()
     assert "step 20/20" in result.stderr and "SavedModel:" in result.stdout
+    # Every 10th document is held out: its own records, evaluated at the end of the run.
+    assert list((run / "data" / "heldout_tfrecords").glob("*.tfrecord*"))
+    held_out_text = (run / "data" / "heldout_text").glob("*.txt")
+    train_text = "".join(p.read_text() for p in (run / "data" / "text").glob("*.txt"))
+    assert all(p.read_text().split("\n\n")[0] not in train_text for p in held_out_text)
+    assert "held-out at step 20: disc_auc" in result.stderr
+    assert "held-out discriminator AUC: " in result.stdout
+    assert list((run / "tensorboard" / "heldout").glob("events.out.tfevents.*"))
+
+
+def test_eval_data_is_evaluated_every_eval_every_steps(fixture_data, tmp_path):
+    data, vocab = fixture_data
+    result = run_cli(cli_args(data, vocab, tmp_path / "run", 10, "--noexport", "--eval_data", data,
+                              "--override", "run.eval_every_steps=4",
+                              "--override", "run.eval_batches=2"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    steps = [line.split("held-out at step ")[1].split(":")[0]
+             for line in result.stderr.splitlines() if "held-out at step " in line]
+    assert steps == ["4", "8", "10"]  # every 4 steps and the last
+    summary = [line for line in result.stdout.splitlines() if line.startswith("held-out")][0]
+    aucs = [float(part.split(" ")[0]) for part in summary.split(": ")[1].split(", ")]
+    assert len(aucs) == 3 and all(0.0 <= auc <= 1.0 for auc in aucs)
+    assert list((tmp_path / "run" / "tensorboard" / "heldout").glob("events.out.tfevents.*"))
+
+
+def test_vocab_file_without_data_is_refused(tmp_path):
+    result = run_cli(["--vocab_file", str(tmp_path / "vocab.txt"), "--model_dir", str(tmp_path)])
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines()[-1].startswith("error: --vocab_file without --data")

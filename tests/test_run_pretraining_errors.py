@@ -21,7 +21,7 @@ from tests.run_helpers import SPECIALS, VOCAB_SIZE, cli_args, run_cli, write_rec
 pytestmark = pytest.mark.slow
 
 TIMEOUT = 180  # per process; a refused run takes ~5 s, one that trains a few steps ~15 s
-HANG_TIMEOUT = 45  # for inputs that make the run spin forever (a refusal takes ~5 s)
+HANG_TIMEOUT = 120  # for inputs that make the run spin forever (a refusal takes ~5 s)
 
 
 @pytest.fixture(scope="module")

@@ -323,19 +323,33 @@ def embedded_documents() -> list[list[str]]:
     return documents
 
 
-def write_embedded_corpus(output_dir: str, num_files: int = 4) -> list[str]:
-    """Writes the embedded corpus as `num_files` text files; returns their paths.
-
-    Document i goes to file i % num_files. The output is deterministic for a given Python
-    installation (about 600 documents, 13,000 lines, 100,000 words for CPython 3.11).
-    """
-    documents = embedded_documents()
+def _write_documents(documents: list[list[str]], output_dir: str, num_files: int,
+                     prefix: str) -> list[str]:
+    """Document i goes to file i % num_files, one sentence a line, a blank line after each."""
     os.makedirs(output_dir, exist_ok=True)
-    paths = [os.path.join(output_dir, f"python_docs-{i:02d}-of-{num_files:02d}.txt")
+    paths = [os.path.join(output_dir, f"{prefix}-{i:02d}-of-{num_files:02d}.txt")
              for i in range(num_files)]
     for i, path in enumerate(paths):
         with open(path, "w", encoding="utf-8") as f:
             f.write("".join("\n".join(doc) + "\n\n" for doc in documents[i::num_files]))
+    return paths
+
+
+def write_embedded_corpus(output_dir: str, num_files: int = 4, held_out_dir: str | None = None,
+                          held_out_every: int = 10) -> list[str]:
+    """Writes the embedded corpus as `num_files` text files; returns their paths.
+
+    The output is deterministic for a given Python installation (about 600 documents, 13,000
+    lines, 100,000 words for CPython 3.11). With `held_out_dir`, every `held_out_every`-th
+    document goes there instead (one file), for held-out evaluation.
+    """
+    documents = embedded_documents()
+    if held_out_dir is not None:
+        held_out = documents[::held_out_every]
+        documents = [doc for i, doc in enumerate(documents) if i % held_out_every]
+        _write_documents(held_out, held_out_dir, 1, "python_docs_heldout")
+        logging.info("embedded corpus: %d documents held out under %s", len(held_out), held_out_dir)
+    paths = _write_documents(documents, output_dir, num_files, "python_docs")
     lines = sum(len(doc) for doc in documents)
     words = sum(len(line.split()) for doc in documents for line in doc)
     logging.info("embedded corpus: %d documents, %d lines, %d words in %d files under %s",

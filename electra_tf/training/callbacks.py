@@ -123,3 +123,40 @@ class ProgressLogger(keras.callbacks.Callback):
         self.last_values = values
         self._last, self._last_step = now, self.step
         self.model.reset_metrics()
+
+
+class HeldOutEvaluation(keras.callbacks.Callback):
+    """Every `every` steps (0: only at the end) and at the last step: the model's metrics on a
+    fixed held-out dataset, as a log line and TensorBoard scalars under `log_dir`.
+
+    Held-out discriminator AUC is the number to watch in pretraining: the training AUC mixes
+    many steps of a moving generator, and is measured on data the model has seen.
+    """
+
+    def __init__(self, dataset, total_steps: int, initial_step: int, every: int,
+                 log_dir: str | None = None):
+        super().__init__()
+        self.dataset = dataset
+        self.total_steps = total_steps
+        self.initial_step = initial_step
+        self.every = every
+        self.writer = tf.summary.create_file_writer(log_dir) if log_dir else None
+        self.history = []  # (step, metrics) of every evaluation
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = self.initial_step + batch + 1
+        if step != self.total_steps and not (self.every and step % self.every == 0):
+            return
+        values = self.model.evaluate(self.dataset, verbose=0, return_dict=True)
+        values = {name: _scalar(value) for name, value in values.items()}
+        self.model.reset_metrics()  # the training averages start afresh after an evaluation
+        self.history.append((step, values))
+        logging.info("held-out at step %d: %s", step, "  ".join(
+            f"{name} {values[name]:.4f}" for name in ("disc_auc", "disc_loss", "disc_recall",
+                                                        "mlm_loss", "mlm_accuracy")
+            if name in values))
+        if self.writer is not None:
+            with self.writer.as_default(step=step):
+                for name, value in values.items():
+                    tf.summary.scalar(name, value)
+            self.writer.flush()

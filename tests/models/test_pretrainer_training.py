@@ -63,21 +63,52 @@ def _structured_batches(count, batch=32, length=32, seed=0):
     return batches
 
 
-@pytest.mark.slow
-def test_tiny_model_learns_a_structured_corpus():
-    keras.utils.set_random_seed(0)
-    model = ElectraPretrainer(tiny_model_config(), objective())
+SEEDS = (0, 1, 2)
+
+
+def _train_on_structured_corpus(seed, **objective_overrides):
+    """Trains the tiny model 400 steps without XLA; returns held-out metrics before and after.
+
+    XLA is not the subject here (test_pretrainer covers compilation): its CPU code, and so the
+    trajectory, differs with the CPU's features, and these thresholds must hold on any machine.
+    """
+    keras.utils.set_random_seed(seed)
+    model = ElectraPretrainer(tiny_model_config(), objective(seed=seed, **objective_overrides))
     model.compile(optimizer=create_optimizer(fast_optimizer_config(
-        learning_rate=2e-3, warmup_steps=30, train_steps=400)), jit_compile=True)
-    held_out = _dataset(_structured_batches(4, seed=99))
+        learning_rate=2e-3, warmup_steps=30, train_steps=400)), jit_compile=False)
+    held_out = _dataset(_structured_batches(8, seed=99))
     before = model.evaluate(held_out, verbose=0, return_dict=True)
-    model.fit(_dataset(_structured_batches(40)).repeat(), steps_per_epoch=100, epochs=4, verbose=0)
+    model.fit(_dataset(_structured_batches(40, seed=seed + 1)).repeat(), steps_per_epoch=400,
+              epochs=1, verbose=0)
     after = model.evaluate(held_out, verbose=0, return_dict=True)
-    print("before", before, "\nafter", after)
+    print(f"seed {seed}", objective_overrides, "\nbefore", before, "\nafter", after)
+    return before, after
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", SEEDS)
+def test_generator_learns_a_structured_corpus(seed):
+    """The generator learns each sequence's topic (measured 2.3-2.9 after, on three seeds).
+
+    The discriminator's AUC is not asserted here: it is a race. Once the generator knows the
+    topic its samples are on-topic and undetectable (AUC 0.56-0.80 over the same seeds), which
+    the test below separates out.
+    """
+    before, after = _train_on_structured_corpus(seed)
     # Chance: loss log(120) = 4.79, accuracy 1/120. Best possible: log(9) = 2.2, accuracy 1/9.
     assert before["mlm_loss"] > 4.5 and after["mlm_loss"] < 3.5
     assert after["mlm_accuracy"] > 0.07
-    assert before["disc_auc"] < 0.65 and after["disc_auc"] > 0.75
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", SEEDS)
+def test_discriminator_learns_to_detect_off_topic_replacements(seed):
+    """With uniform samples (the paper's ablation) a replacement is off-topic 111 times in 120
+    and detectable only from its context, except the 30 ids outside every topic (an AUC of about
+    0.62 from token identity alone). Measured 0.965-0.968 after training, on three seeds."""
+    before, after = _train_on_structured_corpus(seed, uniform_generator=True)
+    assert before["disc_auc"] < 0.65 and after["disc_auc"] > 0.85
+    assert after["disc_loss"] < 0.5 * before["disc_loss"]
 
 
 @pytest.fixture
@@ -92,14 +123,15 @@ def test_mixed_bfloat16_trains(dtype_policy):
     model = ElectraPretrainer(tiny_model_config(), objective())
     assert model.discriminator.transformer_layers[0].compute_dtype == "bfloat16"
     assert all(v.dtype == "float32" for v in model.trainable_variables)
+    # Without XLA: its bf16 code differs with the CPU, and compilation is tested elsewhere.
     model.compile(optimizer=create_optimizer(fast_optimizer_config(learning_rate=2e-3)),
-                  jit_compile=True)
+                  jit_compile=False)
     batches = _structured_batches(10)
     first = model.evaluate(_dataset(batches), verbose=0, return_dict=True)
     model.fit(_dataset(batches).repeat(), steps_per_epoch=150, epochs=1, verbose=0)
     last = model.evaluate(_dataset(batches), verbose=0, return_dict=True)
     assert all(np.isfinite(v) for v in last.values())
-    assert last["mlm_loss"] < first["mlm_loss"] - 0.5
+    assert last["mlm_loss"] < first["mlm_loss"] - 0.5  # measured 1.6 (oneDNN and Eigen alike)
     out = model.compute_objective(batches[0], 0)
     assert out["mlm_logits"].dtype == tf.float32 and out["disc_logits"].dtype == tf.float32
 

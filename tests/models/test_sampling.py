@@ -178,7 +178,18 @@ def test_xla_matches_eager():
     compiled = tf.function(sample_token_ids, jit_compile=True)(logits, uniform)
     assert compiled.dtype == tf.int32
     assert compiled.shape == (b, n)
-    np.testing.assert_array_equal(compiled.numpy(), eager.numpy())
+    compiled, eager = compiled.numpy().ravel(), eager.numpy().ravel()
+    # XLA computes exp and the block sums with its own code for the host CPU, so a draw whose
+    # uniform number sits within rounding of a CDF boundary may land on the neighbouring id.
+    # Any disagreement must be such a tie: both ids' float64 CDF intervals reach the uniform.
+    differ = np.flatnonzero(compiled != eager)
+    assert len(differ) <= 2, f"{len(differ)} of {b * n} draws differ"
+    cdf = np.cumsum(_softmax64(logits.numpy().reshape(b * n, vocab)), axis=-1)
+    u = uniform.numpy().ravel()
+    for i in differ:
+        for drawn in (compiled[i], eager[i]):
+            lower = cdf[i, drawn - 1] if drawn > 0 else 0.0
+            assert lower - 1e-5 <= u[i] <= cdf[i, drawn] + 1e-5, (i, drawn)
 
 
 def test_xla_zero_probability_and_small_vocab():
