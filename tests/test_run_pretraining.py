@@ -54,10 +54,12 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(fixture_data, tmp_pat
     process = subprocess.Popen([sys.executable, "-m", "electra_tf.run_pretraining", *args],
                                cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    # The checkpoint state file is written after a checkpoint's index and data files: wait for
+    # it to name one, or the kill may land between the two (as it did on a slower machine).
     deadline = time.time() + 240
-    while not (killed_dir / "checkpoints" / "ckpt-10.index").exists():
+    while tf.train.latest_checkpoint(str(killed_dir / "checkpoints")) is None:
         assert process.poll() is None and time.time() < deadline, "no first checkpoint"
-        time.sleep(0.2)
+        time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=60)
     first = tf.train.latest_checkpoint(str(killed_dir / "checkpoints"))
@@ -122,30 +124,43 @@ def test_init_checkpoint_continues_from_existing_weights(fixture_data, tmp_path)
         np.testing.assert_array_equal(after[name], before[name], err_msg=name)
 
 
-def test_default_demo_runs_on_the_embedded_corpus(tmp_path):
-    """No flags but a short step budget: corpus, vocabulary, data, training, export."""
-    result = subprocess.run([sys.executable, "-m", "electra_tf.run_pretraining", "--train_steps", "20"],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=600,
+@pytest.mark.slow
+def test_default_demo_runs_and_its_discriminator_learns_held_out_text(tmp_path):
+    """The README's first command, unchanged: corpus, vocabulary, data with a held-out split,
+    600 steps (about 90 s), export; and a discriminator that rises and stays well above chance.
+
+    Held-out AUC measured 0.861 -> 0.832 (seed 0), 0.868 -> 0.838 and 0.867 -> 0.836 (seeds 1
+    and 2), 0.862 -> 0.832 with oneDNN off (the kernels of CPUs without AVX-512); the settings
+    it replaced stayed at 0.55 throughout.
+    """
+    result = subprocess.run([sys.executable, "-m", "electra_tf.run_pretraining"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=900,
                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert result.returncode == 0, result.stderr[-3000:]
     run = tmp_path / "runs" / "electra_demo"
     vocabulary = (run / "data" / "vocab.txt").read_text().split("\n")
     assert vocabulary[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] and len(vocabulary) > 1000
     assert list((run / "data" / "tfrecords").glob("*.tfrecord*"))
-    assert tf.train.latest_checkpoint(str(run / "checkpoints")).endswith("ckpt-20")
+    assert tf.train.latest_checkpoint(str(run / "checkpoints")).endswith("ckpt-600")
     assert list((run / "tensorboard").glob("events.out.tfevents.*"))
     config = (run / "config.yaml").read_text()
     assert f"vocab_size: {len([t for t in vocabulary if t])}" in config
-    assert (run / "export" / "20" / "saved_model.pb").exists()
-    assert "step 20/20" in result.stderr and "SavedModel:" in result.stdout
-    # Every 10th document is held out: its own records, evaluated at the end of the run.
+    assert (run / "export" / "600" / "saved_model.pb").exists()
+    assert "step 600/600" in result.stderr and "SavedModel:" in result.stdout
+    # Every 10th document is held out: its own records, evaluated every 100 steps.
     assert list((run / "data" / "heldout_tfrecords").glob("*.tfrecord*"))
     held_out_text = (run / "data" / "heldout_text").glob("*.txt")
     train_text = "".join(p.read_text() for p in (run / "data" / "text").glob("*.txt"))
     assert all(p.read_text().split("\n\n")[0] not in train_text for p in held_out_text)
-    assert "held-out at step 20: disc_auc" in result.stderr
-    assert "held-out discriminator AUC: " in result.stdout
+    assert "held-out at step 600: disc_auc" in result.stderr
     assert list((run / "tensorboard" / "heldout").glob("events.out.tfevents.*"))
+    summary = [line for line in result.stdout.splitlines()
+               if line.startswith("held-out discriminator AUC: ")][0]
+    curve = [(int(item.split("(step ")[1].rstrip(")")), float(item.split(" ")[0]))
+             for item in summary.split(": ")[1].split(", ")]
+    print(curve)
+    assert [step for step, _ in curve] == [100, 200, 300, 400, 500, 600]
+    assert all(auc > 0.75 for _, auc in curve), curve
 
 
 def test_eval_data_is_evaluated_every_eval_every_steps(fixture_data, tmp_path):
