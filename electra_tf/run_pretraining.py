@@ -174,6 +174,12 @@ def run() -> int:
     eval_files = pipeline.list_shards(eval_data) if eval_data else []
     if eval_files:
         pipeline.check_metadata(eval_files, config.run.max_seq_length, config.model.vocab_size)
+        batch = config.run.train_batch_size
+        records = sum(1 for _ in tf.data.TFRecordDataset(eval_files).take(batch))
+        if records < batch:  # evaluation drops partial batches: it would have nothing to read
+            raise RunError(f"--eval_data holds {records} records, fewer than one batch of "
+                           f"{batch}: give more held-out records or a smaller "
+                           "run.train_batch_size")
     _check_model_dir(model_dir, config)
 
     strategy = distribution.make_strategy(FLAGS.strategy, FLAGS.tpu)

@@ -178,6 +178,21 @@ def test_eval_data_is_evaluated_every_eval_every_steps(fixture_data, tmp_path):
     assert list((tmp_path / "run" / "tensorboard" / "heldout").glob("events.out.tfevents.*"))
 
 
+def test_eval_data_smaller_than_a_batch_is_refused(fixture_data, tmp_path):
+    data, vocab = fixture_data
+    small = tmp_path / "small.tfrecord"
+    with tf.io.TFRecordWriter(str(small)) as writer:
+        for record in tf.data.TFRecordDataset(tf.io.gfile.glob(data)).take(3):
+            writer.write(record.numpy())
+    result = run_cli(cli_args(data, vocab, tmp_path / "run", 10, "--noexport",
+                              "--eval_data", str(small)))
+    assert result.returncode != 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert last == ("error: --eval_data holds 3 records, fewer than one batch of 8: give more "
+                    "held-out records or a smaller run.train_batch_size")
+    assert not (tmp_path / "run" / "checkpoints").exists()
+
+
 def test_vocab_file_without_data_is_refused(tmp_path):
     result = run_cli(["--vocab_file", str(tmp_path / "vocab.txt"), "--model_dir", str(tmp_path)])
     assert result.returncode != 0
