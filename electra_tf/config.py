@@ -115,8 +115,13 @@ class OptimizerConfig:
     epsilon: float = 1e-6
     clip_norm: float = 1.0
     bias_correction: bool = False
+    layerwise_lr_decay: float = 0.0  # fine-tuning: 0.8 (0.9 for large); 0 turns it off
+    layerwise_lr_decay_fix_off_by_one: bool = False  # True: top layer at decay^1 (issue #51)
 
     def validate(self) -> None:
+        if not 0.0 <= self.layerwise_lr_decay <= 1.0:
+            raise ConfigError(f"optimizer.layerwise_lr_decay must be in [0, 1], got "
+                              f"{self.layerwise_lr_decay}")
         if self.train_steps < 1:
             raise ConfigError(f"optimizer.train_steps must be positive, got {self.train_steps}")
         if self.warmup_steps < 0:

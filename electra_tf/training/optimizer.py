@@ -2,8 +2,10 @@
 
 Follows `model/optimization.py` of google-research/electra: Adam without bias correction,
 epsilon outside the square root, decoupled weight decay scaled by the learning rate that skips
-LayerNorm and bias variables, global-norm clipping of the (cross-replica summed) gradients, and
-a learning rate that is polynomial decay multiplied by a linear warmup factor.
+LayerNorm and bias variables, global-norm clipping of the (cross-replica summed) gradients, a
+learning rate that is polynomial decay multiplied by a linear warmup factor, and for fine-tuning
+layer-wise learning-rate decay (`_get_layer_lrs`), which scales each variable's whole update,
+weight-decay term included.
 """
 
 from __future__ import annotations
@@ -16,8 +18,44 @@ import tensorflow as tf
 from keras import ops
 
 from electra_tf.config import OptimizerConfig
+from electra_tf.models.task_model import TASK_HEAD_SCOPE
 
 DEFAULT_EXCLUDE_PATTERN = "LayerNorm|layer_norm|bias"
+
+
+def layer_depth(path: str, num_layers: int) -> int:
+    """The original's depth of a variable for layer-wise LR decay, from its Keras path.
+
+    `embeddings/...` and `embeddings_project/...` -> 0, `layer_<i>/...` -> i + 1, anything under
+    a `task_specific` layer -> num_layers + 2. Any other variable is an error, as in the original.
+    """
+    parts = path.split("/")
+    if "embeddings" in parts or "embeddings_project" in parts:
+        return 0
+    for part in parts:
+        match = re.fullmatch(r"layer_(\d+)", part)
+        if match:
+            return int(match.group(1)) + 1
+    if TASK_HEAD_SCOPE in parts:
+        return num_layers + 2
+    raise ValueError(f"no layer depth for variable {path!r}: layer-wise LR decay needs every "
+                     f"variable under embeddings/, embeddings_project/, layer_<i>/ or "
+                     f"{TASK_HEAD_SCOPE}/")
+
+
+def layerwise_lr_multipliers(paths, num_layers: int, decay: float,
+                             fix_off_by_one: bool = False) -> dict[str, float]:
+    """{path: decay ** exponent}: the learning-rate multiplier of every variable.
+
+    Faithful (`_get_layer_lrs` of the original): exponent = num_layers + 2 - depth, so the head
+    gets 1, the top layer decay^2 (the released models were tuned with this), layer 0
+    decay^(n + 1) and the embeddings decay^(n + 2). `fix_off_by_one` gives the intended schedule
+    (google-research/electra issue #51): the head still 1, the top layer decay^1, ..., the
+    embeddings decay^(n + 1).
+    """
+    top = num_layers + 1 if fix_off_by_one else num_layers + 2
+    return {path: decay ** max(0, top - min(layer_depth(path, num_layers), top))
+            for path in paths}
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -53,14 +91,17 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 class AdamWeightDecay(keras.optimizers.Optimizer):
     """Adam as in BERT/ELECTRA: no bias correction by default, epsilon outside the sqrt.
 
-    Weight decay (the base class's decoupled `var -= lr * wd * var`, applied before the Adam
-    step, which equals the original's `update += wd * var`) skips every variable whose full
-    `variable.path` matches `exclude_from_weight_decay_pattern` (`re.search`).
+    The update of a variable is the original's `var -= lr_var * (m / (sqrt(v) + eps) + wd * var)`.
+    Weight decay skips every variable whose full `variable.path` matches
+    `exclude_from_weight_decay_pattern` (`re.search`). `lr_var` is the scheduled learning rate,
+    times `layerwise_multiplier(variable)` when `layerwise_lr_decay` > 0 (fine-tuning; see
+    `layerwise_lr_multipliers`, which needs `num_layers`).
     """
 
     def __init__(self, learning_rate=1e-3, weight_decay=0.01, beta_1=0.9, beta_2=0.999,
                  epsilon=1e-6, bias_correction=False,
                  exclude_from_weight_decay_pattern=DEFAULT_EXCLUDE_PATTERN,
+                 layerwise_lr_decay=0.0, num_layers=None, layerwise_lr_decay_fix_off_by_one=False,
                  name="adam_weight_decay", **kwargs):
         super().__init__(learning_rate=learning_rate, weight_decay=weight_decay, name=name, **kwargs)
         self.beta_1 = beta_1
@@ -68,7 +109,13 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         self.epsilon = epsilon
         self.bias_correction = bool(bias_correction)
         self.exclude_from_weight_decay_pattern = exclude_from_weight_decay_pattern
+        self.layerwise_lr_decay = float(layerwise_lr_decay or 0.0)
+        self.num_layers = num_layers
+        self.layerwise_lr_decay_fix_off_by_one = bool(layerwise_lr_decay_fix_off_by_one)
+        if self.layerwise_lr_decay and num_layers is None:
+            raise ValueError("layerwise_lr_decay needs num_layers (the encoder's depth)")
         self._path_excluded_keys = set()
+        self._lr_multipliers = {}  # variable key -> layer-wise multiplier (only when != 1)
 
     def build(self, var_list):
         if self.built:
@@ -82,6 +129,13 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
             self._path_excluded_keys = {
                 self._var_key(v) for v in var_list
                 if pattern.search(getattr(v, "path", None) or v.name)}
+        if self.layerwise_lr_decay:
+            paths = {self._var_key(v): getattr(v, "path", None) or v.name for v in var_list}
+            by_path = layerwise_lr_multipliers(
+                paths.values(), self.num_layers, self.layerwise_lr_decay,
+                self.layerwise_lr_decay_fix_off_by_one)
+            self._lr_multipliers = {key: by_path[path] for key, path in paths.items()
+                                    if by_path[path] != 1.0}
         super().build(var_list)
         self._m = [self.add_variable_from_reference(v, "adam_m") for v in var_list]
         self._v = [self.add_variable_from_reference(v, "adam_v") for v in var_list]
@@ -91,10 +145,17 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
             return False
         return super()._use_weight_decay(variable)
 
+    def layerwise_multiplier(self, variable) -> float:
+        """The factor on this variable's learning rate (1.0 without layer-wise decay)."""
+        return self._lr_multipliers.get(self._var_key(variable), 1.0)
+
+    def _apply_weight_decay(self, variables):
+        pass  # in `update_step`, where the layer-wise learning rate of each variable is known
+
     def update_step(self, gradient, variable, learning_rate):
-        """m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; var -= lr * m / (sqrt(v) + eps)."""
+        """m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; var -= lr_var (m / (sqrt(v) + eps) + wd var)."""
         dtype = variable.dtype
-        lr = ops.cast(learning_rate, dtype)
+        lr = ops.cast(learning_rate, dtype) * self.layerwise_multiplier(variable)
         gradient = ops.cast(ops.convert_to_tensor(gradient), dtype)  # IndexedSlices -> dense
         index = self._get_variable_index(variable)
         m, v = self._m[index], self._v[index]
@@ -107,7 +168,10 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
             t = ops.cast(self.iterations + 1, dtype)
             m_hat = m / self._one_minus_power(self.beta_1, t)
             v_hat = v / self._one_minus_power(self.beta_2, t)
-        self.assign_sub(variable, lr * (m_hat / (ops.sqrt(v_hat) + self.epsilon)))
+        update = m_hat / (ops.sqrt(v_hat) + self.epsilon)
+        if self.weight_decay is not None and self._use_weight_decay(variable):
+            update = update + ops.cast(self.weight_decay, dtype) * variable
+        self.assign_sub(variable, lr * update)
 
     @staticmethod
     def _one_minus_power(beta, t):
@@ -139,16 +203,23 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         config = super().get_config()
         config.update({"beta_1": self.beta_1, "beta_2": self.beta_2, "epsilon": self.epsilon,
                        "bias_correction": self.bias_correction,
-                       "exclude_from_weight_decay_pattern": self.exclude_from_weight_decay_pattern})
+                       "exclude_from_weight_decay_pattern": self.exclude_from_weight_decay_pattern,
+                       "layerwise_lr_decay": self.layerwise_lr_decay, "num_layers": self.num_layers,
+                       "layerwise_lr_decay_fix_off_by_one": self.layerwise_lr_decay_fix_off_by_one})
         return config
 
 
-def create_optimizer(config: OptimizerConfig) -> AdamWeightDecay:
-    """The schedule and optimizer of the original, built from an `OptimizerConfig`."""
+def create_optimizer(config: OptimizerConfig, num_layers: int | None = None) -> AdamWeightDecay:
+    """The schedule and optimizer of the original, built from an `OptimizerConfig`.
+
+    `num_layers` (the encoder's depth) is needed when `config.layerwise_lr_decay` > 0.
+    """
     schedule = WarmupLinearDecay(config.learning_rate, decay_steps=config.train_steps,
                                  warmup_steps=config.warmup_steps, power=config.lr_decay_power)
     return AdamWeightDecay(
         learning_rate=schedule, weight_decay=config.weight_decay or None,
         beta_1=config.beta_1, beta_2=config.beta_2, epsilon=config.epsilon,
         bias_correction=config.bias_correction,
+        layerwise_lr_decay=config.layerwise_lr_decay, num_layers=num_layers,
+        layerwise_lr_decay_fix_off_by_one=config.layerwise_lr_decay_fix_off_by_one,
         global_clipnorm=config.clip_norm if config.clip_norm > 0 else None)

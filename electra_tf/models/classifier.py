@@ -1,0 +1,87 @@
+"""Sentence(-pair) classification and regression on the [CLS] vector, as the original's GLUE head.
+
+`finetune/classification/classification_tasks.py`: the final hidden state at position 0 (no
+pooler, no tanh) -> dropout 0.1 -> one dense layer (Glorot-uniform kernel, zero bias); softmax
+cross-entropy over the labels, or for regression one unit and squared error against the target
+scaled to [0, 1] (STS-B: label / 5).
+"""
+
+import dataclasses
+
+import keras
+import tensorflow as tf
+
+from electra_tf.config import ModelConfig
+from electra_tf.models.task_model import TASK_HEAD_SCOPE, TaskModel
+
+
+class ClassificationHead(keras.layers.Layer):
+    """[CLS] of `sequence_output` [batch, seq, hidden] -> dropout -> dense -> float32 [batch, units]."""
+
+    def __init__(self, units, dropout=0.1, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.dropout_rate = dropout
+        self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.output_dense = keras.layers.Dense(units, dtype=self.dtype_policy, name="output")
+
+    def build(self, input_shape):
+        self.output_dense.build((None, input_shape[-1]))
+        self.built = True
+
+    def call(self, sequence_output, training=False):
+        cls = self.dropout(sequence_output[:, 0], training=training)
+        return tf.cast(self.output_dense(cls), tf.float32)
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units, "dropout": self.dropout_rate}
+
+
+class ElectraClassifier(TaskModel):
+    """ELECTRA with the original's GLUE head, usable with plain `compile()` / `fit()`.
+
+    Call: a dict of int `input_ids`, `input_mask`, `segment_ids` [batch, seq] -> float32 logits
+    [batch, num_labels], or with `regression=True` predictions [batch] on the scaled [0, 1] target
+    scale. Labels: int class ids [batch], or float scaled targets [batch].
+    """
+
+    def __init__(self, model_config=None, num_labels=2, regression=False, dropout=0.1,
+                 loss_reduction="sum", **kwargs):
+        super().__init__(model_config, loss_reduction, **kwargs)
+        if not regression and num_labels < 2:
+            raise ValueError(f"a classifier needs at least 2 labels, got {num_labels}")
+        self.num_labels = 1 if regression else num_labels
+        self.regression = regression
+        self.dropout = dropout
+        self.head = ClassificationHead(self.num_labels, dropout, dtype=self.dtype_policy,
+                                       name=TASK_HEAD_SCOPE)
+        self.accuracy = None if regression else keras.metrics.Mean(name="accuracy")
+        self.build_layers(self.head)
+
+    def call(self, inputs, training=False):
+        outputs = self.head(self.encode(inputs, training=training), training=training)
+        return outputs[:, 0] if self.regression else outputs
+
+    def per_example_loss(self, labels, outputs):
+        if self.regression:
+            return tf.square(outputs - tf.cast(labels, tf.float32))
+        return tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=tf.cast(labels, tf.int32), logits=outputs)
+
+    def task_metrics(self):
+        return [] if self.accuracy is None else [self.accuracy]
+
+    def update_task_metrics(self, labels, outputs, sample_weight):
+        if self.accuracy is not None:
+            correct = tf.equal(tf.argmax(outputs, -1, output_type=tf.int32), tf.cast(labels, tf.int32))
+            self.accuracy.update_state(tf.cast(correct, tf.float32), sample_weight=sample_weight)
+
+    def get_config(self):
+        return {"model_config": dataclasses.asdict(self.model_config), "num_labels": self.num_labels,
+                "regression": self.regression, "dropout": self.dropout,
+                "loss_reduction": self.loss_reduction, "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(ModelConfig(**config.pop("model_config")), **config)

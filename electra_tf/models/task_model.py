@@ -1,0 +1,121 @@
+"""The fine-tuning model: the discriminator's encoder under a task head, trained as the original.
+
+The original (`run_finetuning.py`) sums the per-example losses over the batch; a mean is an
+option. Under a tf.distribute strategy each replica differentiates its share of the global loss
+(its local sum, or its local sum over the global count for the mean), so the replicas' gradients
+add up to the one-device gradient and the optimizer clips the summed gradient (see
+`electra_tf.training.optimizer`).
+"""
+
+import keras
+import tensorflow as tf
+
+from electra_tf.config import ModelConfig
+from electra_tf.models.encoder import ElectraEncoder, make_embeddings
+
+INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
+LOSS_REDUCTIONS = ("sum", "mean")
+TASK_HEAD_SCOPE = "task_specific"  # the layer name of every task head (layer-wise LR decay: depth n + 2)
+
+
+def cross_replica_sum(value):
+    """Sums `value` over the replicas of the current strategy (identity with one replica)."""
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return value
+    return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
+
+
+class TaskModel(keras.Model):
+    """Embeddings + encoder (named as in the pretrainer, so its checkpoints restore by path) and
+    a task head that a subclass adds under the layer name `task_specific`.
+
+    Inputs are dicts of int tensors `input_ids`, `input_mask`, `segment_ids` [batch, seq];
+    labels are whatever the subclass's `per_example_loss` takes. Subclasses implement
+    `call(inputs, training)` and `per_example_loss(labels, outputs) -> float32 [batch]`, and may
+    add metrics in `update_task_metrics`.
+    """
+
+    def __init__(self, model_config=None, loss_reduction="sum", **kwargs):
+        super().__init__(**kwargs)
+        if loss_reduction not in LOSS_REDUCTIONS:
+            raise ValueError(f"loss_reduction must be one of {LOSS_REDUCTIONS}, got {loss_reduction!r}")
+        self.model_config = model_config or ModelConfig()
+        self.loss_reduction = loss_reduction
+        self.embeddings = make_embeddings(self.model_config, dtype=self.dtype_policy, name="embeddings")
+        self.encoder = ElectraEncoder.from_model_config(
+            self.model_config, self.embeddings, dtype=self.dtype_policy, name="discriminator")
+        self.loss_tracker = keras.metrics.Mean(name="loss")
+
+    def encode(self, inputs, training=False):
+        """The encoder's sequence output [batch, seq, hidden]."""
+        input_ids, input_mask, segment_ids = (tf.cast(inputs[name], tf.int32) for name in INPUT_NAMES)
+        return self.encoder(input_ids, input_mask, segment_ids, training=training)
+
+    def per_example_loss(self, labels, outputs):
+        raise NotImplementedError
+
+    def update_task_metrics(self, labels, outputs, sample_weight):
+        """Updates subclass metrics; `sample_weight` [batch] is 0 for padding examples."""
+
+    def task_metrics(self):
+        return []
+
+    @property
+    def metrics(self):
+        return [self.loss_tracker] + self.task_metrics()
+
+    def _loss(self, labels, outputs, sample_weight):
+        """(this replica's differentiable share of the loss, the global mean per-example loss)."""
+        losses = self.per_example_loss(labels, outputs) * sample_weight
+        local = tf.stack([tf.reduce_sum(losses), tf.reduce_sum(sample_weight)])
+        global_sum, global_count = tf.unstack(cross_replica_sum(tf.stop_gradient(local)))
+        share = local[0] if self.loss_reduction == "sum" else local[0] / tf.maximum(global_count, 1.0)
+        return share, global_sum / tf.maximum(global_count, 1.0)
+
+    def _unpack(self, data):
+        inputs, labels, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        if sample_weight is None:
+            sample_weight = tf.ones([tf.shape(inputs["input_ids"])[0]], tf.float32)
+        return inputs, labels, tf.cast(sample_weight, tf.float32)
+
+    def train_step(self, data):
+        inputs, labels, sample_weight = self._unpack(data)
+        with tf.GradientTape() as tape:
+            outputs = self(inputs, training=True)
+            share, mean_loss = self._loss(labels, outputs, sample_weight)
+            scaled = self.optimizer.scale_loss(share)
+        variables = self.trainable_variables
+        self.optimizer.apply(tape.gradient(scaled, variables), variables)
+        return self._update_metrics(labels, outputs, sample_weight, mean_loss)
+
+    def test_step(self, data):
+        inputs, labels, sample_weight = self._unpack(data)
+        outputs = self(inputs, training=False)
+        _, mean_loss = self._loss(labels, outputs, sample_weight)
+        return self._update_metrics(labels, outputs, sample_weight, mean_loss)
+
+    def _update_metrics(self, labels, outputs, sample_weight, mean_loss):
+        self.loss_tracker.update_state(mean_loss)
+        self.update_task_metrics(labels, outputs, sample_weight)
+        results = {m.name: m.result() for m in self.metrics}
+        if isinstance(self.distribute_strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            # Keras averages logged values over axis 0 across workers: give them one.
+            results = {name: tf.reshape(value, [1]) for name, value in results.items()}
+        return results
+
+    def build_layers(self, head):
+        """Creates every variable now (`fit` refuses a subclassed model with unbuilt sublayers),
+        outside the model's name scope, so paths read `embeddings/...`, `discriminator/layer_0/...`
+        and `task_specific/...` as in the pretrainer's checkpoints."""
+        self.embeddings.build()
+        self.encoder.build()
+        head.build((None, None, self.model_config.hidden_size))
+        self.built = True
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Built in __init__; Keras' symbolic build averages a batch across replicas, which fails
+        # on dict batches under MultiWorkerMirroredStrategy.
+        if self.optimizer is not None and not self.optimizer.built:
+            with self.distribute_strategy.scope():
+                self.optimizer.build(self.trainable_variables)
