@@ -1,0 +1,1 @@
+"""Evaluation metrics for fine-tuning (GLUE-style scoring)."""
