@@ -14,6 +14,8 @@ import time
 
 from absl import app, flags
 
+from electra_tf.training.flops import pretraining_step_flops
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("size", "small", "Model config: tiny, small, base, large, or a YAML path.")
 flags.DEFINE_integer("batch", 32, "Global batch size (sequences).")
@@ -28,26 +30,6 @@ flags.DEFINE_integer("threads", 0, "TensorFlow intra-op threads (0: TensorFlow's
 flags.DEFINE_multi_string("override", [], "Config overrides, section.key=value.")
 
 POLICIES = {"float32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
-
-
-def pretraining_step_flops(model_config, batch, seq, num_predictions, electra=True):
-    """Matmul FLOPs of one training step: 3x the forward pass (backward = 2x forward)."""
-
-    def encoder_flops_per_token(c):
-        per_layer = 8 * c.hidden_size ** 2 + 4 * c.hidden_size * c.intermediate_size
-        per_layer += 4 * seq * c.hidden_size  # attention scores and context
-        projection = 2 * c.embedding_size * c.hidden_size if c.embedding_size != c.hidden_size else 0
-        return projection + c.num_layers * per_layer
-
-    tokens = batch * seq
-    generator = model_config.generator_config() if electra else model_config
-    forward = tokens * encoder_flops_per_token(generator)
-    forward += batch * num_predictions * (2 * generator.hidden_size * generator.embedding_size
-                                          + 2 * generator.embedding_size * model_config.vocab_size)
-    if electra:
-        h = model_config.hidden_size
-        forward += tokens * (encoder_flops_per_token(model_config) + 2 * h * h + 2 * h)
-    return 3 * forward
 
 
 def main(argv):

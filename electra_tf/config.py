@@ -177,6 +177,73 @@ class ElectraConfig:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
 
+@dataclasses.dataclass
+class FinetuneRunConfig:
+    """How a fine-tuning run is fed and driven (original `configure_finetuning.py` defaults).
+
+    The optimizer's train_steps and warmup_steps are derived from the data: steps =
+    ceil(train examples / batch) * epochs, warmup = warmup_proportion * steps.
+    """
+
+    max_seq_length: int = 128
+    train_batch_size: int = 32
+    eval_batch_size: int = 32
+    num_train_epochs: float | None = None  # None: the task's (10 for RTE and STS-B, 3 otherwise)
+    warmup_proportion: float = 0.1
+    loss_reduction: str = "sum"  # the original sums the per-example losses; "mean" is an option
+    double_unordered: bool = True  # MRPC and STS-B training pairs again with a and b swapped
+    head_dropout: float = 0.1
+    seed: int = 0  # trial k uses seed + k
+    eval_every_steps: int = 0  # dev metrics every N steps (0: after every epoch) and at the end
+    log_every_steps: int = 50
+    save_checkpoints_steps: int = 1000
+    keep_checkpoint_max: int = 1
+    vocab_file: str = ""  # default: the vocabulary that came with the init checkpoint
+    lower_case: bool = True
+
+    def validate(self) -> None:
+        for name in ("max_seq_length", "train_batch_size", "eval_batch_size", "log_every_steps",
+                     "save_checkpoints_steps", "keep_checkpoint_max"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"finetune.{name} must be positive, got {getattr(self, name)}")
+        if self.max_seq_length < 3:
+            raise ConfigError("finetune.max_seq_length must be at least 3 ([CLS] a [SEP])")
+        if self.num_train_epochs is not None and self.num_train_epochs <= 0:
+            raise ConfigError(f"finetune.num_train_epochs must be positive, got {self.num_train_epochs}")
+        if not 0.0 <= self.warmup_proportion <= 1.0:
+            raise ConfigError(f"finetune.warmup_proportion must be in [0, 1], got {self.warmup_proportion}")
+        if self.loss_reduction not in ("sum", "mean"):
+            raise ConfigError(f"finetune.loss_reduction must be sum or mean, got {self.loss_reduction!r}")
+        if self.eval_every_steps < 0:
+            raise ConfigError(f"finetune.eval_every_steps must be >= 0, got {self.eval_every_steps}")
+
+
+def _finetune_optimizer() -> OptimizerConfig:
+    return OptimizerConfig(learning_rate=1e-4, warmup_steps=0, train_steps=1,
+                           layerwise_lr_decay=0.8)
+
+
+@dataclasses.dataclass
+class FinetuneConfig:
+    """A fine-tuning run: the encoder's sizes (from the init checkpoint), optimizer, run."""
+
+    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    optimizer: OptimizerConfig = dataclasses.field(default_factory=_finetune_optimizer)
+    finetune: FinetuneRunConfig = dataclasses.field(default_factory=FinetuneRunConfig)
+
+    def validate(self) -> "FinetuneConfig":
+        for section in dataclasses.fields(self):
+            getattr(self, section.name).validate()
+        if self.finetune.max_seq_length > self.model.max_position_embeddings:
+            raise ConfigError(f"finetune.max_seq_length {self.finetune.max_seq_length} is above "
+                              f"the model's position table (model.max_position_embeddings "
+                              f"{self.model.max_position_embeddings})")
+        return self
+
+    to_dict = ElectraConfig.to_dict
+    to_yaml = ElectraConfig.to_yaml
+
+
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
 
 
@@ -222,7 +289,7 @@ def _update_section(section: Any, values: Mapping[str, Any], prefix: str, source
     return dataclasses.replace(section, **updates)
 
 
-def apply_dict(config: ElectraConfig, values: Mapping[str, Any], source: str = "config") -> ElectraConfig:
+def apply_dict(config, values: Mapping[str, Any], source: str = "config") -> ElectraConfig:
     """Returns `config` updated from a nested mapping {section: {key: value}}."""
     sections = {f.name for f in dataclasses.fields(config)}
     for name, section_values in (values or {}).items():
@@ -236,7 +303,7 @@ def apply_dict(config: ElectraConfig, values: Mapping[str, Any], source: str = "
     return config
 
 
-def apply_overrides(config: ElectraConfig, overrides: Iterable[str]) -> ElectraConfig:
+def apply_overrides(config, overrides: Iterable[str]):
     """Applies `section.key=value` strings, e.g. `model.num_layers=4`."""
     for item in overrides:
         key, sep, value = item.partition("=")
@@ -256,7 +323,7 @@ def resolve_config_path(path: str) -> str:
     raise ConfigError(f"config file not found: {path}")
 
 
-def _apply_file(config: ElectraConfig, path: str, including: tuple[str, ...] = ()) -> ElectraConfig:
+def _apply_file(config, path: str, including: tuple[str, ...] = ()):
     """Applies one YAML file, after the files its `include:` key names (relative to configs/)."""
     resolved = resolve_config_path(path)
     if resolved in including:
@@ -275,9 +342,12 @@ def _apply_file(config: ElectraConfig, path: str, including: tuple[str, ...] = (
     return apply_dict(config, values, resolved)
 
 
-def load_config(*paths: str, overrides: Iterable[str] = ()) -> ElectraConfig:
-    """Reads YAML files in order (later ones win), then overrides, then validates."""
-    config = ElectraConfig()
+def load_config(*paths: str, overrides: Iterable[str] = (), base=None):
+    """Reads YAML files in order (later ones win), then overrides, then validates.
+
+    `base` is the starting config (default `ElectraConfig()`; `FinetuneConfig()` for fine-tuning).
+    """
+    config = ElectraConfig() if base is None else base
     for path in paths:
         config = _apply_file(config, path)
     return apply_overrides(config, overrides).validate()

@@ -59,7 +59,6 @@ flags.DEFINE_integer("cpu_devices", 0, "Split the CPU into this many logical dev
 flags.DEFINE_bool("deterministic", False, "Enable TensorFlow op determinism (bitwise-reproducible "
                   "runs and resumes, somewhat slower).")
 
-POLICIES = {"none": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 DEMO_VOCAB_SIZE = 4000
 
 
@@ -157,10 +156,7 @@ def run() -> int:
     model_dir = FLAGS.model_dir or (f"runs/electra_{config_name}" if demo else None)
     if model_dir is None:
         raise RunError("--model_dir is required with --data")
-    if FLAGS.cpu_devices:
-        tf.config.set_logical_device_configuration(
-            tf.config.list_physical_devices("CPU")[0],
-            [tf.config.LogicalDeviceConfiguration()] * FLAGS.cpu_devices)
+    distribution.split_cpu(FLAGS.cpu_devices)
     if FLAGS.deterministic:
         tf.config.experimental.enable_op_determinism()
     data, eval_data = FLAGS.data, FLAGS.eval_data
@@ -193,10 +189,8 @@ def run() -> int:
         with tf.io.gfile.GFile(os.path.join(model_dir, "config.yaml"), "w") as f:
             f.write(config.to_yaml())
 
-    on_accelerator = bool(tf.config.list_logical_devices("GPU")) or isinstance(
-        strategy, tf.distribute.TPUStrategy)
-    jit_compile = on_accelerator if FLAGS.jit_compile is None else FLAGS.jit_compile
-    keras.mixed_precision.set_dtype_policy(POLICIES[FLAGS.mixed_precision])
+    jit_compile = distribution.use_xla(strategy, FLAGS.jit_compile)
+    keras.mixed_precision.set_dtype_policy(distribution.DTYPE_POLICIES[FLAGS.mixed_precision])
     keras.utils.set_random_seed(config.objective.seed)  # initial weights and dropout
     with strategy.scope():
         model = ElectraPretrainer(config.model, config.objective)

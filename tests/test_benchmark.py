@@ -4,7 +4,7 @@ import json
 import subprocess
 import sys
 
-from electra_tf.benchmark import pretraining_step_flops
+from electra_tf.training.flops import pretraining_step_flops
 from electra_tf.config import load_config
 
 

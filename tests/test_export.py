@@ -145,7 +145,8 @@ def savedmodel_ops(export_dir):
 
 # ---- numerics in a process that has only TensorFlow ------------------------------------------
 
-FRESH_PROCESS = textwrap.dedent("""
+# A script prefix that makes keras, keras-hub, tensorflow-text and electra_tf unimportable.
+BLOCK_NON_TF_IMPORTS = textwrap.dedent("""
     import importlib.abc, importlib.machinery, sys
 
     # `import tensorflow` alone imports keras and keras.src (TF 2.21's __init__ loads
@@ -168,6 +169,9 @@ FRESH_PROCESS = textwrap.dedent("""
             return None
 
     sys.meta_path.insert(0, _Block())
+""")
+
+FRESH_PROCESS = BLOCK_NON_TF_IMPORTS + textwrap.dedent("""
     import numpy as np
     import tensorflow as tf
 

@@ -93,8 +93,9 @@ class ProgressLogger(keras.callbacks.Callback):
     TensorBoard scalars at the true global step. Metrics are averages since the last line."""
 
     def __init__(self, total_steps: int, initial_step: int, every: int, global_batch_size: int,
-                 log_dir: str | None = None):
+                 log_dir: str | None = None, metric_names: tuple[str, ...] | None = None):
         super().__init__()
+        self.metric_names = metric_names  # None: the pretraining line (losses, accuracies, AUC)
         self.total_steps = total_steps
         self.step = initial_step
         self.initial_step = initial_step
@@ -118,13 +119,20 @@ class ProgressLogger(keras.callbacks.Callback):
         values["sequences_per_second"] = steps * self.global_batch_size / max(now - self._last, 1e-9)
         per_step = (now - self._start) / max(self.step - self.initial_step, 1)
         eta = int(per_step * (self.total_steps - self.step))
-        logging.info(
-            "step %d/%d  loss %.4f  mlm_loss %.4f  mlm_acc %.3f%s  lr %.2e  seq/s %.1f  ETA %d:%02d:%02d",
-            self.step, self.total_steps, values.get("loss", math.nan), values.get("mlm_loss", math.nan),
-            values.get("mlm_accuracy", math.nan),
-            f"  disc_loss {values['disc_loss']:.4f}  disc_auc {values['disc_auc']:.3f}"
-            if "disc_auc" in values else "",
-            values["learning_rate"], values["sequences_per_second"], eta // 3600, eta // 60 % 60, eta % 60)
+        if self.metric_names is not None:
+            logging.info("step %d/%d  %s  lr %.2e  seq/s %.1f  ETA %d:%02d:%02d", self.step,
+                         self.total_steps, "  ".join(f"{name} {values.get(name, math.nan):.4f}"
+                                                     for name in self.metric_names),
+                         values["learning_rate"], values["sequences_per_second"],
+                         eta // 3600, eta // 60 % 60, eta % 60)
+        else:
+            logging.info(
+                "step %d/%d  loss %.4f  mlm_loss %.4f  mlm_acc %.3f%s  lr %.2e  seq/s %.1f  ETA %d:%02d:%02d",
+                self.step, self.total_steps, values.get("loss", math.nan), values.get("mlm_loss", math.nan),
+                values.get("mlm_accuracy", math.nan),
+                f"  disc_loss {values['disc_loss']:.4f}  disc_auc {values['disc_auc']:.3f}"
+                if "disc_auc" in values else "",
+                values["learning_rate"], values["sequences_per_second"], eta // 3600, eta // 60 % 60, eta % 60)
         _write_scalars(self.writer, self.step, values)
         self.last_values = values
         self._last, self._last_step = now, self.step

@@ -1,0 +1,118 @@
+"""Export of a fine-tuned classifier or regressor as a SavedModel that TF Serving loads.
+
+Signatures (the same conventions as the pretraining export, `electra_tf.export.savedmodel`):
+
+- `serving_default`: int32 `input_ids`, `input_mask`, `segment_ids` [batch, seq], both dimensions
+  dynamic -> float32 `logits` [batch, num_labels] and `probabilities` (softmax) for a
+  classifier, or float32 `predictions` [batch] on the task's label scale (STS-B: 0-5) for a
+  regressor. Only TensorFlow core ops, so a stock model server runs it.
+- `serve_examples`: serialized `tf.Example`s with int64 `input_ids`, `input_mask`, `segment_ids`
+  -> the same outputs.
+- `serve_text` (`with_tokenizer=True`): string `text_a` [batch] (and `text_b` [batch] for a
+  sentence-pair task) -> WordPiece in the graph, `[CLS] a [SEP] (b [SEP])` truncated longest-first
+  to `max_seq_length`, padded to the longest sequence of the request -> the same outputs plus
+  `label` (the predicted label name, string [batch], classifiers only) and the int32 inputs used.
+  Like the pretraining export's `serve_text`, it holds tensorflow-text ops.
+
+The task travels with the model: `loaded.task` (string), `loaded.label_names` (string [labels];
+empty for a regressor) and, for a regressor, `loaded.label_range` (float32 [2]).
+"""
+
+from __future__ import annotations
+
+import os
+
+import keras
+import tensorflow as tf
+
+from electra_tf.export.savedmodel import (DEFAULT_SIGNATURE, EXAMPLES_SIGNATURE, INPUT_NAMES,
+                                          TEXT_SIGNATURE, ExportError, _parse_examples, _validated)
+
+
+def export_classifier(model, export_dir: str, *, task: str, label_names=None,
+                      label_range=(0.0, 1.0), with_examples: bool = True,
+                      with_tokenizer: bool = False, pair: bool = False,
+                      vocab_file: str | None = None, lower_case: bool = True,
+                      max_seq_length: int = 128) -> str:
+    """Writes the SavedModel of an `ElectraClassifier` described above; returns `export_dir`."""
+    config = model.model_config
+    if not model.regression and len(label_names or ()) != model.num_labels:
+        raise ExportError(f"the classifier has {model.num_labels} labels, got label_names "
+                          f"{label_names!r}")
+    low, high = (float(v) for v in label_range)
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+
+    def outputs(input_ids, input_mask, segment_ids):
+        input_ids, input_mask, segment_ids = _validated(input_ids, input_mask, segment_ids, config)
+        result = model({"input_ids": input_ids, "input_mask": input_mask,
+                        "segment_ids": segment_ids}, training=False)
+        if model.regression:
+            return {"predictions": result * (high - low) + low}
+        return {"logits": result, "probabilities": tf.nn.softmax(result)}
+
+    archive.add_endpoint(
+        DEFAULT_SIGNATURE, outputs,
+        input_signature=[tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES])
+    if with_examples:
+        archive.add_endpoint(EXAMPLES_SIGNATURE, lambda examples: outputs(*_parse_examples(examples)),
+                             input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+    trackable = archive._tf_trackable  # ExportArchive has no public hook for extra objects
+    if with_tokenizer:
+        text_to_inputs, trackable.vocab_file = _pair_preprocessor(
+            vocab_file, config, lower_case, max_seq_length)
+        names = None if model.regression else tf.constant(list(label_names))
+
+        def serve_text(text_a, text_b=None):
+            input_ids, input_mask, segment_ids = text_to_inputs(text_a, text_b)
+            result = outputs(input_ids, input_mask, segment_ids)
+            if names is not None:
+                result["label"] = tf.gather(names, tf.argmax(result["logits"], axis=-1))
+            result.update(input_ids=input_ids, input_mask=input_mask, segment_ids=segment_ids)
+            return result
+
+        specs = [tf.TensorSpec([None], tf.string, name="text_a")]
+        if pair:
+            specs.append(tf.TensorSpec([None], tf.string, name="text_b"))
+        archive.add_endpoint(TEXT_SIGNATURE, serve_text, input_signature=specs)
+    trackable.task = tf.Variable(task, trainable=False, name="task")
+    trackable.label_names = tf.Variable(list(label_names or []), dtype=tf.string,
+                                        trainable=False, name="label_names", shape=[None])
+    if model.regression:
+        trackable.label_range = tf.Variable([low, high], trainable=False, name="label_range")
+    archive.write_out(export_dir, verbose=False)
+    return export_dir
+
+
+def _pair_preprocessor(vocab_file, config, lower_case, max_seq_length):
+    """((text_a, text_b or None) -> int32 inputs [batch, longest], the vocabulary Asset)."""
+    import keras_hub
+
+    from electra_tf.data.tokenization import load_vocabulary, make_tokenizer, special_ids
+
+    if not vocab_file:
+        raise ExportError("with_tokenizer needs a vocab_file (the vocab.txt the model was trained with)")
+    if not 3 <= max_seq_length <= config.max_position_embeddings:
+        raise ExportError(f"max_seq_length must be in [3, {config.max_position_embeddings}], "
+                          f"got {max_seq_length}")
+    vocabulary = load_vocabulary(vocab_file)
+    ids = special_ids(vocabulary, source=vocab_file)
+    tokenizer = make_tokenizer(vocabulary, lower_case=lower_case)
+    # Round-robin trimming keeps the same tokens as the original's longest-first truncation
+    # (the longer side loses one token at a time; on a tie the second segment).
+    packer = keras_hub.layers.MultiSegmentPacker(
+        sequence_length=max_seq_length, start_value=ids.cls, end_value=ids.sep,
+        sep_value=ids.sep, pad_value=ids.pad, truncate="round_robin")
+
+    def text_to_inputs(text_a, text_b):
+        segments = (tokenizer(text_a),) if text_b is None else (tokenizer(text_a), tokenizer(text_b))
+        input_ids, segment_ids = packer(segments)
+        lengths = tf.reduce_sum(tf.ones_like(segments[0], tf.int32), axis=1) + 2
+        if text_b is not None:
+            lengths += tf.reduce_sum(tf.ones_like(segments[1], tf.int32), axis=1) + 1
+        lengths = tf.minimum(lengths, max_seq_length)
+        longest = tf.reduce_max(lengths)
+        input_mask = tf.sequence_mask(lengths, longest, dtype=tf.int32)
+        return input_ids[:, :longest], input_mask, segment_ids[:, :longest]
+
+    return text_to_inputs, tf.saved_model.Asset(os.path.abspath(vocab_file))

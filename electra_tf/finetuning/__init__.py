@@ -1,0 +1,1 @@
+"""Fine-tuning the discriminator: task data, the training run, reports and predictions."""

@@ -1,0 +1,358 @@
+"""One fine-tuning run: N trials of train -> evaluate on dev -> export -> predict, with the
+pretraining run's machinery (strategies, checkpoints and resume, SIGTERM, NaN guard, progress
+lines, TensorBoard).
+
+Layout of `model_dir` (one trial: the trial's files directly in it):
+  config.yaml                        the resolved fine-tuning config
+  report.json                        every trial's dev metrics, median / mean / std
+  trial_<k>/checkpoints/, tensorboard/, results.json, export/<step>/, predictions/
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import statistics
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from electra_tf.config import FinetuneConfig
+from electra_tf.data.classification_features import featurize, swap_pairs
+from electra_tf.data.tokenization import load_vocabulary, make_tokenizer, special_ids
+from electra_tf.evaluation.metrics import HEADLINE, score
+from electra_tf.finetuning.source import EncoderSource, check_fits, restore_encoder
+from electra_tf.finetuning.tasks import TaskData
+from electra_tf.models.classifier import ElectraClassifier
+from electra_tf.models.task_model import INPUT_NAMES
+from electra_tf.training import callbacks, checkpointing
+from electra_tf.training.optimizer import create_optimizer
+
+
+class FinetuneError(ValueError):
+    """A fine-tuning run that cannot start or finish as asked."""
+
+
+@dataclasses.dataclass
+class Features:
+    """Featurized splits of a task (numpy; see `classification_features.featurize`)."""
+
+    train: dict
+    eval_splits: dict
+    test_splits: dict
+
+
+def featurize_task(task: TaskData, config: FinetuneConfig, vocab_file: str) -> Features:
+    vocabulary = load_vocabulary(vocab_file)
+    if len(vocabulary) > config.model.vocab_size:
+        raise FinetuneError(f"{vocab_file} has {len(vocabulary)} tokens, more than the model's "
+                            f"vocab_size {config.model.vocab_size}: not the model's vocabulary")
+    tokenizer = make_tokenizer(vocabulary, lower_case=config.finetune.lower_case)
+    ids = special_ids(vocabulary, source=vocab_file)
+    run = config.finetune
+
+    def features(examples):
+        return featurize(examples, tokenizer, ids, run.max_seq_length, task.label_space)
+
+    train = list(task.train)
+    if task.double_unordered and run.double_unordered:
+        train += swap_pairs(train)
+    return Features(features(train), {k: features(v) for k, v in task.eval_splits.items()},
+                    {k: features(v) for k, v in task.test_splits.items()})
+
+
+def steps_for(task: TaskData, config: FinetuneConfig, num_train: int) -> tuple[int, int, int]:
+    """(steps per epoch, total steps, warmup steps) as the original: the train set padded to
+    a multiple of the batch, times the epochs; warmup a proportion of the total."""
+    epochs = config.finetune.num_train_epochs or task.default_epochs
+    per_epoch = math.ceil(num_train / config.finetune.train_batch_size)
+    total = max(1, int(per_epoch * epochs))
+    return per_epoch, total, int(total * config.finetune.warmup_proportion)
+
+
+def train_dataset(features: dict, batch_size: int, seed: int, skip_batches: int = 0):
+    """Shuffled anew each epoch (a pure function of the seed, so a resumed run skips exactly
+    what was consumed), repeated, static batches."""
+    inputs = {name: features[name] for name in INPUT_NAMES}
+    n = len(features["labels"])
+    return (tf.data.Dataset.from_tensor_slices((inputs, features["labels"]))
+            .shuffle(n, seed=seed, reshuffle_each_iteration=True).repeat()
+            .batch(batch_size, drop_remainder=True).skip(skip_batches)
+            .prefetch(tf.data.AUTOTUNE))
+
+
+def predict(model, features: dict, batch_size: int) -> np.ndarray:
+    """Model outputs for every example; padded to whole batches (static shapes), then trimmed."""
+    n = len(features["labels"])
+    padded = -(-n // batch_size) * batch_size
+    inputs = {name: np.pad(features[name], [(0, padded - n), (0, 0)]) for name in INPUT_NAMES}
+    dataset = tf.data.Dataset.from_tensor_slices(inputs).batch(batch_size, drop_remainder=True)
+    return np.asarray(model.predict(dataset, verbose=0))[:n]
+
+
+def evaluate(model, task: TaskData, features: dict, batch_size: int) -> dict[str, float]:
+    """The task's metrics (x100, as the original reports them) on one featurized split."""
+    outputs = predict(model, features, batch_size)
+    if task.label_space.regression:
+        space = task.label_space
+        return score(task.metric, space.decode_regression(features["labels"]),
+                     space.decode_regression(outputs))
+    return score(task.metric, features["labels"], outputs.argmax(-1),
+                 num_labels=task.label_space.num_labels)
+
+
+class DevEvaluation(keras.callbacks.Callback):
+    """Dev metrics every `every` steps and at the last one: log line, TensorBoard, history."""
+
+    def __init__(self, evaluate_all, total_steps: int, initial_step: int, every: int,
+                 log_dir: str, history: list, on_result=None):
+        super().__init__()
+        self.evaluate_all = evaluate_all
+        self.total_steps = total_steps
+        self.initial_step = initial_step
+        self.every = every
+        self.writers = {}
+        self.log_dir = log_dir
+        self.history = history
+        self.on_result = on_result
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = self.initial_step + batch + 1
+        if step != self.total_steps and step % self.every:
+            return
+        results = self.evaluate_all()
+        self.history.append({"step": step, **results})
+        for split, metrics in results.items():
+            logging.info("dev %s at step %d: %s", split, step,
+                         "  ".join(f"{k} {v:.2f}" for k, v in metrics.items()))
+            if split not in self.writers:
+                self.writers[split] = tf.summary.create_file_writer(os.path.join(self.log_dir, split))
+            callbacks._write_scalars(self.writers[split], step, metrics)
+        if self.on_result is not None:
+            self.on_result()
+
+
+def _write_json(path: str, value) -> None:
+    with tf.io.gfile.GFile(path + ".tmp", "w") as f:
+        json.dump(value, f, indent=1)
+    tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+
+
+def _read_json(path: str):
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path) as f:
+        return json.load(f)
+
+
+def _best_and_last(history: list, split: str, headline: str) -> dict:
+    entries = [(h["step"], h[split]) for h in history if split in h]
+    best_step, best = max(entries, key=lambda e: e[1][headline])
+    last_step, last = entries[-1]
+    return {"best": {"step": best_step, **best}, "last": {"step": last_step, **last}}
+
+
+def run_trial(task: TaskData, features: Features, config: FinetuneConfig, trial_dir: str,
+              seed: int, *, source: EncoderSource | None, strategy, jit_compile: bool,
+              preemption: callbacks.Preemption, export: bool = True,
+              with_tokenizer: bool = False, vocab_file: str | None = None,
+              do_predict: bool = False) -> dict:
+    """Trains, evaluates and exports one trial; returns its results (also in results.json).
+
+    A finished trial (results.json with status "finished") is not run again.
+    """
+    results_path = os.path.join(trial_dir, "results.json")
+    previous = _read_json(results_path) or {}
+    if previous.get("status") == "finished":
+        logging.info("%s is finished; keeping its results", trial_dir)
+        return previous
+    run = config.finetune
+    per_epoch, total, warmup = steps_for(task, config, len(features.train["labels"]))
+    optimizer_config = dataclasses.replace(config.optimizer, train_steps=total, warmup_steps=warmup)
+    tf.io.gfile.makedirs(trial_dir)
+    keras.utils.set_random_seed(seed)
+    with strategy.scope():
+        model = ElectraClassifier(config.model, task.label_space.num_labels,
+                                  regression=task.label_space.regression, dropout=run.head_dropout,
+                                  loss_reduction=run.loss_reduction)
+        model.compile(optimizer=create_optimizer(optimizer_config, config.model.num_layers),
+                      jit_compile=jit_compile)
+        run_checkpoint = checkpointing.RunCheckpoint(
+            model, os.path.join(trial_dir, "checkpoints"), run.keep_checkpoint_max)
+        start = run_checkpoint.restore_latest()
+    if start:
+        logging.info("resuming %s at step %d", trial_dir, start)
+    elif source is not None:
+        restore_encoder(model, source)
+        logging.info("encoder initialised from %s", source.checkpoint)
+    history = list(previous.get("history", [])) if start else []
+    headline = HEADLINE[task.metric]
+    results = {"task": task.name, "seed": seed, "steps": total, "steps_per_epoch": per_epoch,
+               "warmup_steps": warmup, "train_examples": len(features.train["labels"]),
+               "init_checkpoint": source.checkpoint if source else None, "headline": headline,
+               "history": history, "status": "running"}
+
+    def evaluate_all():
+        return {split: evaluate(model, task, split_features, run.eval_batch_size)
+                for split, split_features in features.eval_splits.items()}
+
+    def save_results():
+        _write_json(results_path, results)
+
+    guard = callbacks.CheckpointAndGuard(run_checkpoint, run.save_checkpoints_steps, start, preemption)
+    metric_names = ("loss",) if task.label_space.regression else ("loss", "accuracy")
+    progress = callbacks.ProgressLogger(total, start, run.log_every_steps, run.train_batch_size,
+                                        os.path.join(trial_dir, "tensorboard", "train"),
+                                        metric_names=metric_names)
+    dev = DevEvaluation(evaluate_all, total, start, run.eval_every_steps or per_epoch,
+                        os.path.join(trial_dir, "tensorboard"), history, save_results)
+    if start < total:
+        logging.info("fine-tuning %s (%s), seed %d: %d steps (%d per epoch, warmup %d), batch %d",
+                     task.name, trial_dir, seed, total, per_epoch, warmup, run.train_batch_size)
+        dataset = train_dataset(features.train, run.train_batch_size, seed, start)
+        model.fit(dataset, steps_per_epoch=total - start, epochs=1, verbose=0,
+                  callbacks=[guard, progress, dev])
+    else:
+        guard.status = "finished"
+    if guard.status == "non_finite":
+        raise FinetuneError(f"the loss became non-finite at step {guard.batches} of {trial_dir}; "
+                            f"stopped without saving (last good checkpoint: "
+                            f"{run_checkpoint.latest or 'none'})")
+    if guard.status == "preempted":
+        results["status"] = "preempted"
+        save_results()
+        return results
+    if not history or history[-1]["step"] != total:  # resumed at the end: evaluate once more
+        history.append({"step": total, **evaluate_all()})
+    results["dev"] = {split: _best_and_last(history, split, headline) for split in features.eval_splits}
+    if export:
+        results["export"] = _export(model, task, trial_dir, total, config, with_tokenizer, vocab_file)
+    if do_predict:
+        results["predictions"] = write_predictions(model, task, features, trial_dir,
+                                                   run.eval_batch_size)
+    results["status"] = "finished"
+    save_results()
+    return results
+
+
+def _export(model, task, trial_dir, step, config, with_tokenizer, vocab_file) -> str:
+    from electra_tf.export.classifier import export_classifier
+
+    export_dir = os.path.join(trial_dir, "export", str(step))
+    if tf.io.gfile.exists(export_dir):
+        tf.io.gfile.rmtree(export_dir)
+    space = task.label_space
+    pair = any(e.text_b is not None for e in task.train[:100])
+    return export_classifier(model, export_dir, task=task.name, label_names=space.labels,
+                             label_range=space.label_range, with_tokenizer=with_tokenizer,
+                             pair=pair, vocab_file=vocab_file,
+                             lower_case=config.finetune.lower_case,
+                             max_seq_length=config.finetune.max_seq_length)
+
+
+def write_predictions(model, task: TaskData, features: Features, trial_dir: str,
+                      batch_size: int) -> dict[str, str]:
+    """Test-set predictions: GLUE submission files for GLUE tasks, else test.tsv (id, label)."""
+    from electra_tf.data import glue
+
+    output_dir = os.path.join(trial_dir, "predictions")
+    tf.io.gfile.makedirs(output_dir)
+    written = {}
+    space = task.label_space
+    for split, examples in task.test_splits.items():
+        outputs = predict(model, features.test_splits[split], batch_size)
+        if space.regression:
+            labels = [float(v) for v in space.decode_regression(outputs)]
+        else:
+            labels = [space.labels[i] for i in outputs.argmax(-1)]
+        if task.glue_task is not None:
+            written[split] = glue.write_submission(task.glue_task, split, examples, labels, output_dir)
+        else:
+            path = os.path.join(output_dir, f"{split}.tsv")
+            with tf.io.gfile.GFile(path, "w") as f:
+                f.write("id\tlabel\n" + "".join(f"{e.guid}\t{label}\n"
+                                                for e, label in zip(examples, labels)))
+            written[split] = path
+    return written
+
+
+def summarize(trials: list[dict], task: TaskData) -> dict:
+    """Per-trial headline values (last evaluation, as the original reports) and their median,
+    mean and standard deviation over trials, per dev split."""
+    summary = {"task": task.name, "trials": len(trials), "headline": HEADLINE[task.metric], "dev": {}}
+    for split in task.eval_splits:
+        values = [t["dev"][split]["last"][summary["headline"]] for t in trials
+                  if t.get("status") == "finished"]
+        if values:
+            summary["dev"][split] = {
+                "values": values, "median": statistics.median(values),
+                "mean": statistics.fmean(values),
+                "std": statistics.stdev(values) if len(values) > 1 else 0.0}
+    return summary
+
+
+def finetune(task: TaskData, config: FinetuneConfig, model_dir: str, *,
+             source: EncoderSource | None = None, num_trials: int = 1, strategy=None,
+             jit_compile: bool = False, export: bool = True, with_tokenizer: bool = False,
+             do_predict: bool = False, preemption: callbacks.Preemption | None = None) -> dict:
+    """Fine-tunes `num_trials` times (seeds config.finetune.seed + k) from the same encoder.
+
+    `source`: the pretrained encoder (`resolve_source`), or None to train from scratch. Returns
+    the report (also `model_dir/report.json`) with every trial's results.
+    """
+    if num_trials < 1:
+        raise FinetuneError(f"num_trials must be at least 1, got {num_trials}")
+    started = time.time()
+    vocab_file = config.finetune.vocab_file or (source.vocab_file if source else None)
+    if not vocab_file:
+        raise FinetuneError("no vocabulary: the init checkpoint has none beside it; give "
+                            "--vocab_file (finetune.vocab_file)")
+    config = dataclasses.replace(
+        config, finetune=dataclasses.replace(config.finetune, vocab_file=vocab_file)).validate()
+    if source is not None:
+        check_fits(source, config.model)
+    strategy = strategy or tf.distribute.get_strategy()
+    preemption = preemption or callbacks.Preemption()
+    features = featurize_task(task, config, vocab_file)
+    if len(features.train["labels"]) < config.finetune.train_batch_size:
+        raise FinetuneError(f"{task.name} has {len(features.train['labels'])} training examples, "
+                            f"fewer than one batch of {config.finetune.train_batch_size}")
+    tf.io.gfile.makedirs(model_dir)
+    with tf.io.gfile.GFile(os.path.join(model_dir, "config.yaml"), "w") as f:
+        f.write(config.to_yaml())
+    trials = []
+    for k in range(num_trials):
+        trial_dir = model_dir if num_trials == 1 else os.path.join(model_dir, f"trial_{k}")
+        result = run_trial(task, features, config, trial_dir, config.finetune.seed + k,
+                           source=source, strategy=strategy, jit_compile=jit_compile,
+                           preemption=preemption, export=export, with_tokenizer=with_tokenizer,
+                           vocab_file=vocab_file, do_predict=do_predict)
+        trials.append(result)
+        if result["status"] != "finished":
+            break
+    report = summarize(trials, task)
+    report.update(seconds=round(time.time() - started, 1), trial_results=trials,
+                  status="finished" if all(t["status"] == "finished" for t in trials)
+                  and len(trials) == num_trials else "preempted")
+    _write_json(os.path.join(model_dir, "report.json"), report)
+    return report
+
+
+def format_report(report: dict, model_dir: str) -> str:
+    """The closing lines of a run: the headline dev metric of every trial and their summary."""
+    lines = [f"{report['task']}: {report['trials']} trial(s) in {report['seconds']:.0f} s"]
+    for split, values in report["dev"].items():
+        lines.append(f"dev {split} {report['headline']}: " + ", ".join(
+            f"{v:.2f}" for v in values["values"]) + f"  (median {values['median']:.2f}, mean "
+            f"{values['mean']:.2f}, std {values['std']:.2f})")
+    lines += [f"run directory:  {model_dir}", f"report:         {os.path.join(model_dir, 'report.json')}"]
+    exports = [t["export"] for t in report["trial_results"] if t.get("export")]
+    if exports:
+        lines.append(f"SavedModel:     {exports[0]}" + (f" (and {len(exports) - 1} more)"
+                                                         if len(exports) > 1 else ""))
+    return "\n".join(lines)

@@ -1,0 +1,181 @@
+r"""Fine-tunes a pretrained ELECTRA discriminator: `python -m electra_tf.run_finetuning [flags]`.
+
+GLUE from the download layout, from TFDS, or your own CSV/TSV/JSON Lines:
+
+  python -m electra_tf.run_finetuning --task glue/mnli --data_dir glue_data/MNLI \
+      --init_checkpoint runs/small --model_dir runs/small_mnli --num_trials 5
+  python -m electra_tf.run_finetuning --task glue/rte,glue/mrpc,glue/stsb --data_dir glue_data \
+      --init_checkpoint converted/electra_small --config finetune/small --model_dir runs/glue
+  python -m electra_tf.run_finetuning --task glue/sst2 --tfds --init_checkpoint converted/small ...
+  python -m electra_tf.run_finetuning --task csv --data_dir my_task/ --text_a_column review \
+      --label_column stars --labels 1,2,3,4,5 --init_checkpoint runs/small --model_dir runs/stars
+
+`--init_checkpoint` is a run directory of run_pretraining or an output of convert_checkpoint
+(Google's and Hugging Face's releases); without it the encoder starts from scratch (a baseline).
+Each run directory gets config.yaml, report.json (every trial, median, mean, std),
+results.json per trial (dev metrics after every epoch, best and last), checkpoints, TensorBoard
+events and a SavedModel under export/<step>/. Rerunning the same command resumes; SIGTERM saves
+and exits 0.
+
+With no flags: a demonstration on the embedded corpus of the pretraining demo (run
+`python -m electra_tf.run_pretraining` first): ELECTRA vs an MLM baseline at equal pretraining
+FLOPs vs no pretraining vs the majority class (see electra_tf/finetuning/demo.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+
+from absl import app, flags, logging
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("task", None, "glue/{cola,sst2,mrpc,stsb,qqp,mnli,qnli,rte,wnli} or csv; "
+                  "several (comma-separated) run one after the other, each in "
+                  "<model_dir>/<task>. Default: the demonstration.")
+flags.DEFINE_string("data_dir", None, "GLUE: the task's download folder (glue_data/MNLI) or the "
+                    "GLUE root; csv: a folder with train.*, dev.* and optionally test.* "
+                    "(.tsv, .csv or .jsonl).")
+flags.DEFINE_bool("tfds", False, "GLUE: read tensorflow_datasets glue/<task> instead of files.")
+flags.DEFINE_string("tfds_data_dir", None, "TFDS data directory (default: TFDS's own).")
+flags.DEFINE_string("train_file", None, "csv: the training file (instead of --data_dir).")
+flags.DEFINE_string("dev_file", None, "csv: the dev file.")
+flags.DEFINE_string("test_file", None, "csv: the test file (for --do_predict).")
+flags.DEFINE_string("text_a_column", None, "csv: column of the (first) text: a header name or "
+                    "a 0-based index (negative counts from the end).")
+flags.DEFINE_string("text_b_column", None, "csv: column of the second text of a pair.")
+flags.DEFINE_string("label_column", None, "csv: column of the label.")
+flags.DEFINE_list("labels", None, "csv: the label names, in order (classification).")
+flags.DEFINE_bool("regression", False, "csv: the label is a number; one output unit, squared "
+                  "error on the label scaled to [0, 1] by --label_range.")
+flags.DEFINE_list("label_range", ["0", "1"], "csv --regression: min,max of the labels (STS-B: 0,5).")
+flags.DEFINE_string("init_checkpoint", None, "Run directory of run_pretraining, output of "
+                    "convert_checkpoint, or a checkpoint prefix inside its checkpoints/. "
+                    "Default: none (the encoder trains from scratch).")
+flags.DEFINE_string("vocab_file", None, "vocab.txt (default: the one that came with the "
+                    "init checkpoint).")
+flags.DEFINE_string("model_dir", None, "Output directory (required, except for the demo).")
+flags.DEFINE_string("config", None, "Fine-tuning recipe (path or name under configs/, e.g. "
+                    "finetune/small, finetune/small_paper, finetune/large). Default: finetune/small "
+                    "(the original code's values).")
+flags.DEFINE_multi_string("override", [], "Config override section.key=value, e.g. "
+                          "--override finetune.num_train_epochs=2 --override optimizer.learning_rate=3e-4.")
+flags.DEFINE_integer("num_trials", 1, "Runs with seeds seed, seed+1, ... from the same "
+                     "checkpoint; the report gives each and the median, mean and std.")
+flags.DEFINE_bool("do_predict", False, "Write test-set predictions (GLUE: the submission files "
+                  "the GLUE server accepts, MNLI-m/-mm and AX included).")
+flags.DEFINE_bool("export", True, "Export each trial's SavedModel under export/<step>/.")
+flags.DEFINE_bool("with_tokenizer", False, "Add the serve_text signature (raw text in, label "
+                  "names out; needs a model server with TF Text ops).")
+flags.DEFINE_enum("strategy", "auto", ["auto", "one_device", "mirrored", "multi_worker", "tpu"],
+                  "tf.distribute strategy; auto picks a TPU, then all GPUs, then the CPU.")
+flags.DEFINE_string("tpu", None, "TPU name or grpc:// address.")
+flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16"], "Keras dtype policy.")
+flags.DEFINE_bool("jit_compile", None, "XLA for the train step (default: on TPU and GPU).")
+flags.DEFINE_integer("cpu_devices", 0, "Split the CPU into this many logical devices.")
+
+
+class RunError(ValueError):
+    """A run that cannot start as asked."""
+
+
+def _load_task(name: str, data_dir: str | None):
+    from electra_tf.finetuning import tasks
+
+    if name == "csv":
+        return tasks.load_table_task(
+            data_dir=data_dir, train_file=FLAGS.train_file, dev_file=FLAGS.dev_file,
+            test_file=FLAGS.test_file, text_a_column=FLAGS.text_a_column,
+            text_b_column=FLAGS.text_b_column, label_column=FLAGS.label_column,
+            labels=FLAGS.labels, regression=FLAGS.regression,
+            label_range=_label_range(), with_test=FLAGS.do_predict)
+    if not name.startswith("glue/"):
+        raise RunError(f"unknown task {name!r}; choose from {', '.join(tasks.task_names())}")
+    return tasks.load_glue_task(name, data_dir=data_dir, use_tfds=FLAGS.tfds,
+                                tfds_data_dir=FLAGS.tfds_data_dir, with_test=FLAGS.do_predict)
+
+
+def _label_range() -> tuple[float, float]:
+    try:
+        low, high = (float(v) for v in FLAGS.label_range)
+    except ValueError:
+        raise RunError(f"--label_range needs two numbers min,max, got {FLAGS.label_range}") from None
+    return low, high
+
+
+def _resolve_config(source):
+    from electra_tf.config import FinetuneConfig, apply_dict, load_config
+
+    base = FinetuneConfig()
+    if source is not None:
+        base = apply_dict(base, {"model": dataclasses.asdict(source.model_config)},
+                          "the init checkpoint")
+    overrides = list(FLAGS.override)
+    if FLAGS.vocab_file:
+        overrides.append(f"finetune.vocab_file={FLAGS.vocab_file}")
+    return load_config(FLAGS.config or "finetune/small", overrides=overrides, base=base)
+
+
+def run() -> int:
+    import keras
+
+    from electra_tf.finetuning import runner
+    from electra_tf.finetuning.source import check_fits, resolve_source
+    from electra_tf.training import callbacks, distribution
+
+    if not FLAGS.task:
+        from electra_tf.finetuning import demo
+
+        return demo.run_demo()
+    if not FLAGS.model_dir:
+        raise RunError("--model_dir is required")
+    if FLAGS.num_trials < 1:
+        raise RunError(f"--num_trials must be at least 1, got {FLAGS.num_trials}")
+    preemption = callbacks.Preemption()
+    source = resolve_source(FLAGS.init_checkpoint) if FLAGS.init_checkpoint else None
+    config = _resolve_config(source)
+    if source is not None:
+        check_fits(source, config.model)
+    loaded = [(name, _load_task(name, FLAGS.data_dir)) for name in FLAGS.task]  # all, before training
+    distribution.split_cpu(FLAGS.cpu_devices)
+    strategy = distribution.make_strategy(FLAGS.strategy, FLAGS.tpu)
+    jit_compile = distribution.use_xla(strategy, FLAGS.jit_compile)
+    keras.mixed_precision.set_dtype_policy(distribution.DTYPE_POLICIES[FLAGS.mixed_precision])
+    for name, task in loaded:
+        model_dir = FLAGS.model_dir if len(loaded) == 1 else os.path.join(
+            FLAGS.model_dir, task.directory_name)
+        report = runner.finetune(task, config, model_dir, source=source,
+                                 num_trials=FLAGS.num_trials, strategy=strategy,
+                                 jit_compile=jit_compile, export=FLAGS.export,
+                                 with_tokenizer=FLAGS.with_tokenizer, do_predict=FLAGS.do_predict,
+                                 preemption=preemption)
+        print(runner.format_report(report, model_dir), flush=True)
+        if report["status"] != "finished":
+            logging.info("preempted: rerun the same command to continue")
+            return 0
+    return 0
+
+
+def main(argv):
+    if len(argv) > 1:
+        sys.exit(f"error: unexpected arguments {argv[1:]}; see --help")
+    from electra_tf.config import ConfigError
+    from electra_tf.data.classification_data import TaskDataError
+    from electra_tf.data.tokenization import VocabularyError
+    from electra_tf.export.savedmodel import ExportError
+    from electra_tf.finetuning.demo import DemoError
+    from electra_tf.finetuning.runner import FinetuneError
+    from electra_tf.training.checkpointing import CheckpointError
+    from electra_tf.training.distribution import StrategyError
+
+    known = (RunError, ConfigError, TaskDataError, VocabularyError, ExportError, FinetuneError,
+             CheckpointError, StrategyError, DemoError)
+    try:
+        return run()
+    except known as e:
+        sys.exit(f"error: {e}")
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,197 @@
+"""`python -m electra_tf.run_finetuning`: GLUE and CSV runs from a converted checkpoint, trials,
+submission files, resume, and one `error:` line for every kind of bad input."""
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+from electra_tf.convert_checkpoint import write_electra_tf
+from electra_tf.models import ElectraPretrainer
+from tests.models.helpers import objective, tiny_model_config
+from tests.run_helpers import SPECIALS, run_cli
+
+WORDS = [f"w{i}" for i in range(40)]
+TOKENS = SPECIALS + WORDS
+SMALL_RUN = ["--override", "finetune.train_batch_size=8", "--override", "finetune.eval_batch_size=8",
+             "--override", "finetune.max_seq_length=16", "--override", "finetune.num_train_epochs=1"]
+
+
+@pytest.fixture(scope="module")
+def init_dir(tmp_path_factory):
+    """An output of convert_checkpoint: config.yaml, checkpoints/ and vocab.txt."""
+    root = tmp_path_factory.mktemp("converted")
+    vocab = root / "vocab.txt"
+    vocab.write_text("".join(t + "\n" for t in TOKENS))
+    pretrainer = ElectraPretrainer(tiny_model_config(vocab_size=len(TOKENS)),
+                                   objective(cls_token_id=2, sep_token_id=3, mask_token_id=4))
+    write_electra_tf(pretrainer, str(root), str(vocab))
+    return str(root)
+
+
+def sentence(rng, n):
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def write_rte(directory, n_train=24, n_dev=10, n_test=6):
+    """RTE in the GLUE download layout: header, index, sentence1, sentence2, label."""
+    rng = random.Random(0)
+    os.makedirs(directory, exist_ok=True)
+    header = "index\tsentence1\tsentence2\tlabel\n"
+    for split, n in (("train", n_train), ("dev", n_dev)):
+        with open(os.path.join(directory, f"{split}.tsv"), "w") as f:
+            f.write(header + "".join(
+                f"{i}\t{sentence(rng, 5)}\t{sentence(rng, 3)}\t"
+                f"{rng.choice(['entailment', 'not_entailment'])}\n" for i in range(n)))
+    with open(os.path.join(directory, "test.tsv"), "w") as f:
+        f.write("index\tsentence1\tsentence2\n" + "".join(
+            f"{i}\t{sentence(rng, 5)}\t{sentence(rng, 3)}\n" for i in range(n_test)))
+    return str(directory)
+
+
+def finetune_cli(*args, timeout=300):
+    return run_cli(list(args), timeout=timeout, module="electra_tf.run_finetuning")
+
+
+def test_glue_rte_with_trials_predictions_and_export(init_dir, tmp_path):
+    data = write_rte(tmp_path / "glue" / "RTE")
+    model_dir = tmp_path / "rte"
+    result = finetune_cli("--task", "glue/rte", "--data_dir", str(tmp_path / "glue"),
+                          "--init_checkpoint", init_dir, "--model_dir", str(model_dir),
+                          "--num_trials", "2", "--do_predict", *SMALL_RUN)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "dev dev accuracy:" in result.stdout and "median" in result.stdout
+    report = json.loads((model_dir / "report.json").read_text())
+    assert report["status"] == "finished" and len(report["dev"]["dev"]["values"]) == 2
+    for k in range(2):
+        trial = json.loads((model_dir / f"trial_{k}" / "results.json").read_text())
+        assert trial["steps"] == 3 and trial["train_examples"] == 24  # ceil(24 / 8) x 1 epoch
+        assert trial["init_checkpoint"].startswith(init_dir)
+        assert os.path.exists(os.path.join(trial["export"], "saved_model.pb"))
+        submission = (model_dir / f"trial_{k}" / "predictions" / "RTE.tsv").read_text().splitlines()
+        assert submission[0] == "id\tlabel" and len(submission) == 7
+        assert {line.split("\t")[1] for line in submission[1:]} <= {"entailment", "not_entailment"}
+        assert [line.split("\t")[0] for line in submission[1:]] == [str(i) for i in range(6)]
+    # Rerunning the finished command keeps the results instead of training again.
+    again = finetune_cli("--task", "glue/rte", "--data_dir", data, "--init_checkpoint", init_dir,
+                         "--model_dir", str(model_dir), "--num_trials", "2", *SMALL_RUN)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert json.loads((model_dir / "report.json").read_text())["dev"] == report["dev"]
+
+
+def test_csv_regression_from_scratch_and_jsonl(init_dir, tmp_path):
+    rng = random.Random(1)
+    data = tmp_path / "data"
+    data.mkdir()
+    for split, n in (("train", 16), ("dev", 8)):
+        with open(data / f"{split}.jsonl", "w") as f:
+            for _ in range(n):
+                f.write(json.dumps({"text": sentence(rng, 4), "score": rng.uniform(1, 3)}) + "\n")
+    result = finetune_cli("--task", "csv", "--data_dir", str(data), "--text_a_column", "text",
+                          "--label_column", "score", "--regression", "--label_range", "1,3",
+                          "--vocab_file", os.path.join(init_dir, "vocab.txt"),
+                          "--override", "model.vocab_size=45", "--override", "model.num_layers=1",
+                          "--override", "model.hidden_size=16", "--override", "model.num_heads=1",
+                          "--override", "model.embedding_size=16",
+                          "--override", "model.intermediate_size=32",
+                          "--model_dir", str(tmp_path / "out"), *SMALL_RUN)
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["init_checkpoint"] is None and results["headline"] == "spearman"
+    assert set(results["dev"]["dev"]["last"]) >= {"pearson", "spearman", "mse"}
+
+
+def assert_one_line_error(result, *fragments):
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def write_csv(path, rows):
+    path.write_text("".join(",".join(row) + "\n" for row in rows))
+
+
+@pytest.fixture
+def csv_dir(tmp_path):
+    data = tmp_path / "csv"
+    data.mkdir()
+    rows = [["text", "label"]] + [[f"w{i} w{i + 1}", "pos" if i % 2 else "neg"] for i in range(20)]
+    write_csv(data / "train.csv", rows)
+    write_csv(data / "dev.csv", rows[:9])
+    return data
+
+
+CSV_ARGS = ["--task", "csv", "--text_a_column", "text", "--label_column", "label",
+            "--labels", "neg,pos"]
+
+
+@pytest.mark.parametrize("case", [
+    "unknown_glue_task", "unknown_task", "missing_files", "missing_column", "unknown_label",
+    "regression_not_a_number", "empty_split", "not_utf8", "too_long", "size_mismatch",
+    "zero_trials"])
+def test_bad_input_is_one_error_line_and_nothing_is_overwritten(case, init_dir, csv_dir, tmp_path):
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    (model_dir / "config.yaml").write_text("previous run\n")
+    args = ["--init_checkpoint", init_dir, "--model_dir", str(model_dir), "--data_dir", str(csv_dir),
+            "--override", "finetune.max_seq_length=16"]
+    fragments = ()
+    if case == "unknown_glue_task":
+        args += ["--task", "glue/foo"]
+        fragments = ("unknown GLUE task 'glue/foo'", "mnli")
+    elif case == "unknown_task":
+        args += ["--task", "squad9"]
+        fragments = ("unknown task 'squad9'", "glue/mnli", "csv")
+    elif case == "missing_files":
+        empty = tmp_path / "empty"
+        empty.mkdir()
+        args = ["--init_checkpoint", init_dir, "--model_dir", str(model_dir), "--task",
+                "glue/rte", "--data_dir", str(empty), "--override", "finetune.max_seq_length=16"]
+        fragments = ("train.tsv",)
+    elif case == "missing_column":
+        args += [*CSV_ARGS[:2], "--text_a_column", "sentence", "--label_column", "label",
+                 "--labels", "neg,pos"]
+        fragments = ("sentence", "text", "label")
+    elif case == "unknown_label":
+        write_csv(csv_dir / "dev.csv", [["text", "label"], ["w1 w2", "neg"], ["w2", "neutral"]])
+        args += CSV_ARGS
+        fragments = ("neutral", "dev.csv", "line 3")
+    elif case == "regression_not_a_number":
+        write_csv(csv_dir / "train.csv", [["text", "label"]] + [["w1 w2", "0.5"]] * 20)
+        write_csv(csv_dir / "dev.csv", [["text", "label"], ["w1 w2", "0.5"], ["w2", "high"]])
+        args += CSV_ARGS[:6] + ["--regression"]
+        fragments = ("high", "dev.csv", "line 3")
+    elif case == "empty_split":
+        write_csv(csv_dir / "dev.csv", [["text", "label"]])
+        args += CSV_ARGS
+        fragments = ("dev.csv", "no examples")
+    elif case == "not_utf8":
+        (csv_dir / "train.csv").write_bytes(b"text,label\nw1 caf\xe9,neg\n")
+        args += CSV_ARGS
+        fragments = ("train.csv", "UTF-8", "byte offset 17")
+    elif case == "too_long":
+        args += CSV_ARGS + ["--override", "finetune.max_seq_length=128"]
+        fragments = ("max_seq_length 128", "max_position_embeddings 64")
+    elif case == "size_mismatch":
+        args += CSV_ARGS + ["--override", "model.hidden_size=64", "--override", "model.num_heads=2"]
+        fragments = ("model.hidden_size 32", "64")
+    elif case == "zero_trials":
+        args += CSV_ARGS + ["--num_trials", "0"]
+        fragments = ("--num_trials",)
+    assert_one_line_error(finetune_cli(*args), *fragments)
+    assert (model_dir / "config.yaml").read_text() == "previous run\n"
+    assert sorted(os.listdir(model_dir)) == ["config.yaml"]
+
+
+def test_demo_without_the_pretraining_demo_says_what_to_run(tmp_path):
+    # The demo reads runs/ relative to the working directory: run it from an empty one.
+    result = subprocess.run([sys.executable, "-m", "electra_tf.run_finetuning"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert_one_line_error(result, "python -m electra_tf.run_pretraining", "first")
