@@ -14,7 +14,7 @@ import time
 
 from absl import app, flags
 
-from electra_tf.training.flops import pretraining_step_flops
+from electra_tf.training.flops import encoder_flops_per_token, pretraining_step_flops
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("size", "small", "Model config: tiny, small, base, large, or a YAML path.")
@@ -28,6 +28,10 @@ flags.DEFINE_bool("jit_compile", None, "Compile the train step with XLA (default
                   "GPU is present; on CPU it measured slower than TensorFlow's own kernels).")
 flags.DEFINE_integer("threads", 0, "TensorFlow intra-op threads (0: TensorFlow's default).")
 flags.DEFINE_multi_string("override", [], "Config overrides, section.key=value.")
+flags.DEFINE_enum("task", "pretrain", ["pretrain", "classify", "infer"],
+                  "pretrain: the replaced-token-detection step; classify: one fine-tuning step of "
+                  "the GLUE classifier (3 labels, layer-wise LR decay); infer: serving_default of "
+                  "the exported classifier, loaded with tf.saved_model.load (latency p50/p99).")
 
 POLICIES = {"float32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
@@ -35,20 +39,55 @@ POLICIES = {"float32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float
 def main(argv):
     del argv
     import keras
-    import numpy as np
     import tensorflow as tf
 
     if FLAGS.threads:
         tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
     from electra_tf.config import load_config
-    from electra_tf.data.masking import mask_tokens, max_predictions_per_seq
-    from electra_tf.models import ElectraPretrainer
-    from electra_tf.training.optimizer import create_optimizer
 
     size = FLAGS.size if os.path.sep in FLAGS.size else f"model/{FLAGS.size}"
     config = load_config(size, overrides=FLAGS.override)
     keras.mixed_precision.set_dtype_policy(POLICIES[FLAGS.precision])
     keras.utils.set_random_seed(0)
+    jit_compile = FLAGS.jit_compile
+    if jit_compile is None:
+        jit_compile = bool(tf.config.list_physical_devices("GPU"))
+    record = {"impl": f"electra_tf keras {keras.__version__} tf {tf.__version__}"
+                      + (" xla" if jit_compile and FLAGS.task != "infer" else ""),
+              "task": FLAGS.task, "size": FLAGS.size, "batch": FLAGS.batch, "seq": FLAGS.seq,
+              "precision": FLAGS.precision, "threads": FLAGS.threads or "default"}
+    if FLAGS.task == "pretrain":
+        record.update(_pretrain(config, jit_compile))
+    elif FLAGS.task == "classify":
+        record.update(_classify(config, jit_compile))
+    else:
+        record.update(_infer(config))
+    print(json.dumps(record))
+
+
+def _time(step, steps, warmup):
+    """(compile seconds, sorted step times) of `step()`: one untimed call, warmup, timed calls."""
+    start = time.perf_counter()
+    step()
+    compile_s = time.perf_counter() - start
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return compile_s, sorted(times)
+
+
+def _pretrain(config, jit_compile):
+    import numpy as np
+    import tensorflow as tf
+
+    from electra_tf.data.masking import mask_tokens, max_predictions_per_seq
+    from electra_tf.models import ElectraPretrainer
+    from electra_tf.training.optimizer import create_optimizer
+
     objective = config.objective
     num_predictions = max_predictions_per_seq(objective.mask_prob, FLAGS.seq)
 
@@ -64,32 +103,77 @@ def main(argv):
     batch.update(input_mask=tf.constant(mask), segment_ids=tf.zeros_like(ids))
 
     model = ElectraPretrainer(config.model, objective)
-    jit_compile = FLAGS.jit_compile
-    if jit_compile is None:
-        jit_compile = bool(tf.config.list_physical_devices("GPU"))
     model.compile(optimizer=create_optimizer(config.optimizer), jit_compile=jit_compile)
-    start = time.perf_counter()
-    model.train_on_batch(batch)
-    compile_s = time.perf_counter() - start
-    for _ in range(FLAGS.warmup):
-        model.train_on_batch(batch)
-    times = []
-    for _ in range(FLAGS.steps):
-        start = time.perf_counter()
-        model.train_on_batch(batch)
-        times.append(time.perf_counter() - start)
-    median = statistics.median(times)
+    compile_s, times = _time(lambda: model.train_on_batch(batch), FLAGS.steps, FLAGS.warmup)
     flops = pretraining_step_flops(config.model, FLAGS.batch, FLAGS.seq, num_predictions,
                                    objective.electra_objective)
-    print(json.dumps({
-        "impl": f"electra_tf keras {keras.__version__} tf {tf.__version__}"
-                + (" xla" if jit_compile else ""),
-        "size": FLAGS.size, "batch": FLAGS.batch, "seq": FLAGS.seq,
-        "precision": FLAGS.precision, "threads": FLAGS.threads or "default",
-        "median_step_s": round(median, 4), "compile_s": round(compile_s, 1),
-        "tokens_per_s": round(FLAGS.batch * FLAGS.seq / median, 1),
-        "model_gflop_per_s": round(flops / median / 1e9, 1),
-    }))
+    return _rates(times, compile_s, flops)
+
+
+def _rates(times, compile_s, flops):
+    median = statistics.median(times)
+    return {"median_step_s": round(median, 4), "compile_s": round(compile_s, 1),
+            "tokens_per_s": round(FLAGS.batch * FLAGS.seq / median, 1),
+            "sequences_per_s": round(FLAGS.batch / median, 2),
+            "model_gflop_per_s": round(flops / median / 1e9, 1)}
+
+
+def _pair_inputs(vocab_size):
+    """Random ids, full mask, second segment from seq // 4 on (as the torch reference)."""
+    import numpy as np
+
+    ids = np.random.default_rng(0).integers(5, vocab_size, size=(FLAGS.batch, FLAGS.seq))
+    segments = np.zeros_like(ids)
+    segments[:, FLAGS.seq // 4:] = 1
+    return {"input_ids": ids.astype(np.int32), "input_mask": np.ones_like(ids, np.int32),
+            "segment_ids": segments.astype(np.int32)}
+
+
+def _classify(config, jit_compile):
+    """One fine-tuning step of the 3-label classifier with the original's optimizer."""
+    import dataclasses
+
+    import numpy as np
+
+    from electra_tf.config import FinetuneConfig
+    from electra_tf.models.classifier import ElectraClassifier
+    from electra_tf.training.optimizer import create_optimizer
+
+    optimizer_config = dataclasses.replace(FinetuneConfig().optimizer, train_steps=10000,
+                                           warmup_steps=1000)
+    model = ElectraClassifier(config.model, num_labels=3)
+    model.compile(optimizer=create_optimizer(optimizer_config, config.model.num_layers),
+                  jit_compile=jit_compile)
+    inputs = _pair_inputs(config.model.vocab_size)
+    labels = np.random.default_rng(1).integers(0, 3, size=FLAGS.batch).astype(np.int32)
+    compile_s, times = _time(lambda: model.train_on_batch(inputs, labels), FLAGS.steps, FLAGS.warmup)
+    flops = 3 * FLAGS.batch * FLAGS.seq * encoder_flops_per_token(config.model, FLAGS.seq)
+    return _rates(times, compile_s, flops)
+
+
+def _infer(config):
+    """serving_default of the exported classifier, loaded back as a model server would."""
+    import tempfile
+
+    import tensorflow as tf
+
+    from electra_tf.export.classifier import export_classifier
+    from electra_tf.models.classifier import ElectraClassifier
+
+    model = ElectraClassifier(config.model, num_labels=3)
+    inputs = {k: tf.constant(v) for k, v in _pair_inputs(config.model.vocab_size).items()}
+    with tempfile.TemporaryDirectory() as directory:
+        export_classifier(model, directory, task="benchmark", label_names=("a", "b", "c"),
+                          with_examples=False)
+        serve = tf.saved_model.load(directory).signatures["serving_default"]
+        compile_s, times = _time(lambda: serve(**inputs)["logits"].numpy(), FLAGS.steps,
+                                 FLAGS.warmup)
+    flops = FLAGS.batch * FLAGS.seq * encoder_flops_per_token(config.model, FLAGS.seq)
+    record = _rates(times, compile_s, flops)
+    record.update(latency_p50_ms=round(1000 * times[len(times) // 2], 2),
+                  latency_p99_ms=round(1000 * times[min(len(times) - 1,
+                                                         int(0.99 * len(times)))], 2))
+    return record
 
 
 if __name__ == "__main__":

@@ -4,8 +4,10 @@ import json
 import subprocess
 import sys
 
-from electra_tf.training.flops import pretraining_step_flops
+import pytest
+
 from electra_tf.config import load_config
+from electra_tf.training.flops import pretraining_step_flops
 
 
 def test_flop_count_of_electra_small():
@@ -31,3 +33,16 @@ def test_benchmark_prints_a_json_line():
     assert {"impl", "size", "batch", "seq", "median_step_s", "tokens_per_s",
             "model_gflop_per_s"} <= set(record)
     assert record["batch"] == 4 and record["seq"] == 16 and record["tokens_per_s"] > 0
+
+
+@pytest.mark.parametrize("task", ["classify", "infer"])
+def test_finetuning_benchmarks_print_a_json_line(task):
+    result = subprocess.run(
+        [sys.executable, "-m", "electra_tf.benchmark", "--task", task, "--size", "tiny",
+         "--batch", "2", "--seq", "16", "--steps", "3", "--warmup", "0"],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    record = json.loads([l for l in result.stdout.splitlines() if l.startswith("{")][-1])
+    assert record["task"] == task and record["sequences_per_s"] > 0
+    if task == "infer":
+        assert record["latency_p99_ms"] >= record["latency_p50_ms"] > 0
