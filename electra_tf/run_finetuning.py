@@ -24,7 +24,6 @@ FLOPs vs no pretraining vs the majority class (see electra_tf/finetuning/demo.py
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 
@@ -80,22 +79,6 @@ class RunError(ValueError):
     """A run that cannot start as asked."""
 
 
-def _load_task(name: str, data_dir: str | None):
-    from electra_tf.finetuning import tasks
-
-    if name == "csv":
-        return tasks.load_table_task(
-            data_dir=data_dir, train_file=FLAGS.train_file, dev_file=FLAGS.dev_file,
-            test_file=FLAGS.test_file, text_a_column=FLAGS.text_a_column,
-            text_b_column=FLAGS.text_b_column, label_column=FLAGS.label_column,
-            labels=FLAGS.labels, regression=FLAGS.regression,
-            label_range=_label_range(), with_test=FLAGS.do_predict)
-    if not name.startswith("glue/"):
-        raise RunError(f"unknown task {name!r}; choose from {', '.join(tasks.task_names())}")
-    return tasks.load_glue_task(name, data_dir=data_dir, use_tfds=FLAGS.tfds,
-                                tfds_data_dir=FLAGS.tfds_data_dir, with_test=FLAGS.do_predict)
-
-
 def _label_range() -> tuple[float, float]:
     try:
         low, high = (float(v) for v in FLAGS.label_range)
@@ -104,24 +87,11 @@ def _label_range() -> tuple[float, float]:
     return low, high
 
 
-def _resolve_config(source):
-    from electra_tf.config import FinetuneConfig, apply_dict, load_config
-
-    base = FinetuneConfig()
-    if source is not None:
-        base = apply_dict(base, {"model": dataclasses.asdict(source.model_config)},
-                          "the init checkpoint")
-    overrides = list(FLAGS.override)
-    if FLAGS.vocab_file:
-        overrides.append(f"finetune.vocab_file={FLAGS.vocab_file}")
-    return load_config(FLAGS.config or "finetune/small", overrides=overrides, base=base)
-
-
 def run() -> int:
     import keras
 
-    from electra_tf.finetuning import runner
-    from electra_tf.finetuning.source import check_fits, resolve_source
+    from electra_tf.finetuning import api, runner
+    from electra_tf.finetuning.source import resolve_source
     from electra_tf.training import callbacks, distribution
 
     if not FLAGS.task:
@@ -134,15 +104,21 @@ def run() -> int:
         raise RunError(f"--num_trials must be at least 1, got {FLAGS.num_trials}")
     preemption = callbacks.Preemption()
     source = resolve_source(FLAGS.init_checkpoint) if FLAGS.init_checkpoint else None
-    config = _resolve_config(source)
-    if source is not None:
-        check_fits(source, config.model)
-    loaded = [(name, _load_task(name, FLAGS.data_dir)) for name in FLAGS.task]  # all, before training
+    # Everything that can be refused is checked before any training: config, every task's data.
+    overrides = list(FLAGS.override) + (
+        [f"finetune.vocab_file={FLAGS.vocab_file}"] if FLAGS.vocab_file else [])
+    config = api.resolve_config(source, FLAGS.config or "finetune/small", overrides)
+    loaded = [api.load_task(
+        name, data_dir=FLAGS.data_dir, use_tfds=FLAGS.tfds, tfds_data_dir=FLAGS.tfds_data_dir,
+        train_file=FLAGS.train_file, dev_file=FLAGS.dev_file, test_file=FLAGS.test_file,
+        text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
+        label_column=FLAGS.label_column, labels=FLAGS.labels, regression=FLAGS.regression,
+        label_range=_label_range(), with_test=FLAGS.do_predict) for name in FLAGS.task]
     distribution.split_cpu(FLAGS.cpu_devices)
     strategy = distribution.make_strategy(FLAGS.strategy, FLAGS.tpu)
     jit_compile = distribution.use_xla(strategy, FLAGS.jit_compile)
     keras.mixed_precision.set_dtype_policy(distribution.DTYPE_POLICIES[FLAGS.mixed_precision])
-    for name, task in loaded:
+    for task in loaded:
         model_dir = FLAGS.model_dir if len(loaded) == 1 else os.path.join(
             FLAGS.model_dir, task.directory_name)
         report = runner.finetune(task, config, model_dir, source=source,

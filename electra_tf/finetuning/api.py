@@ -1,0 +1,75 @@
+"""The fine-tuning API that `run_finetuning` calls and notebooks use directly.
+
+    from electra_tf.finetuning import build_classifier, finetune
+
+    report = finetune("glue/rte", data_dir="glue_data/RTE", init_checkpoint="runs/small",
+                      model_dir="runs/small_rte", num_trials=3)
+    model = build_classifier("runs/small", num_labels=2)   # pretrained encoder + fresh head
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from electra_tf.config import FinetuneConfig, apply_dict, load_config
+from electra_tf.data.classification_data import TaskDataError
+from electra_tf.finetuning import runner, tasks
+from electra_tf.finetuning.source import check_fits, resolve_source, restore_encoder
+from electra_tf.models.classifier import ElectraClassifier
+
+
+def build_classifier(init_checkpoint: str, num_labels: int = 2, regression: bool = False,
+                     **kwargs) -> ElectraClassifier:
+    """An `ElectraClassifier` whose encoder holds the weights of a run or converted directory."""
+    source = resolve_source(init_checkpoint)
+    model = ElectraClassifier(source.model_config, num_labels, regression=regression, **kwargs)
+    restore_encoder(model, source)
+    return model
+
+
+def resolve_config(source=None, config: str = "finetune/small", overrides=()) -> FinetuneConfig:
+    """The recipe with the init checkpoint's model sizes, then overrides; checked to fit it."""
+    base = FinetuneConfig()
+    if source is not None:
+        base = apply_dict(base, {"model": dataclasses.asdict(source.model_config)},
+                          "the init checkpoint")
+    resolved = load_config(config, overrides=overrides, base=base)
+    if source is not None:
+        check_fits(source, resolved.model)
+    return resolved
+
+
+def load_task(name: str, *, data_dir=None, use_tfds=False, tfds_data_dir=None, train_file=None,
+              dev_file=None, test_file=None, text_a_column=None, text_b_column=None,
+              label_column=None, labels=None, regression=False, label_range=(0.0, 1.0),
+              with_test=False) -> tasks.TaskData:
+    """A task by name: `glue/<task>` (files or TFDS) or `csv` (your own files)."""
+    if name == "csv":
+        return tasks.load_table_task(
+            data_dir=data_dir, train_file=train_file, dev_file=dev_file, test_file=test_file,
+            text_a_column=text_a_column, text_b_column=text_b_column, label_column=label_column,
+            labels=labels, regression=regression, label_range=label_range, with_test=with_test)
+    if not name.startswith("glue/"):
+        raise TaskDataError(f"unknown task {name!r}; choose from {', '.join(tasks.task_names())}")
+    return tasks.load_glue_task(name, data_dir=data_dir, use_tfds=use_tfds,
+                                tfds_data_dir=tfds_data_dir, with_test=with_test)
+
+
+def finetune(task: str | tasks.TaskData, *, model_dir: str, init_checkpoint: str | None = None,
+             config: str = "finetune/small", overrides=(), vocab_file: str | None = None,
+             num_trials: int = 1, strategy=None, jit_compile: bool = False, export: bool = True,
+             with_tokenizer: bool = False, do_predict: bool = False, preemption=None,
+             **task_options) -> dict:
+    """Fine-tunes on a task (a name for `load_task`, with its `task_options`, or a `TaskData`)
+    from `init_checkpoint` (None: from scratch) into `model_dir`; returns the report."""
+    if num_trials < 1:
+        raise runner.FinetuneError(f"num_trials must be at least 1, got {num_trials}")
+    source = resolve_source(init_checkpoint) if init_checkpoint else None
+    overrides = list(overrides) + ([f"finetune.vocab_file={vocab_file}"] if vocab_file else [])
+    resolved = resolve_config(source, config, overrides)
+    if isinstance(task, str):
+        task = load_task(task, with_test=do_predict, **task_options)
+    return runner.finetune(task, resolved, model_dir, source=source, num_trials=num_trials,
+                           strategy=strategy, jit_compile=jit_compile, export=export,
+                           with_tokenizer=with_tokenizer, do_predict=do_predict,
+                           preemption=preemption)

@@ -1,0 +1,37 @@
+"""The two-line API: a classifier from a run or converted directory, ELECTRA or MLM baseline."""
+
+import numpy as np
+import pytest
+
+from electra_tf.convert_checkpoint import write_electra_tf
+from electra_tf.finetuning import build_classifier
+from electra_tf.finetuning.source import resolve_source
+from electra_tf.models import ElectraPretrainer
+from electra_tf.training.checkpointing import CheckpointError
+from tests.models.helpers import objective, tiny_model_config
+
+
+@pytest.mark.parametrize("electra", [True, False])
+def test_build_classifier_loads_the_pretrained_encoder(tmp_path, electra):
+    pretrainer = ElectraPretrainer(tiny_model_config(), objective(electra_objective=electra))
+    for i, variable in enumerate(pretrainer.weights):  # distinct values, not initialisers
+        variable.assign(np.full(variable.shape, 0.001 * (i + 1), variable.dtype))
+    write_electra_tf(pretrainer, str(tmp_path), None)
+    source = resolve_source(str(tmp_path))
+    assert source.encoder_scope == ("discriminator" if electra else "generator")
+
+    model = build_classifier(str(tmp_path), num_labels=3)
+
+    expected = {v.path: v.numpy() for v in pretrainer.encoder.weights}
+    scope = source.encoder_scope
+    loaded = {v.path.replace("discriminator/", f"{scope}/", 1): v.numpy() for v in model.encoder.weights}
+    assert set(loaded) == set(expected) and len(loaded) > 20
+    for path, value in loaded.items():
+        np.testing.assert_array_equal(value, expected[path], err_msg=path)
+    head = [v for v in model.weights if v.path.startswith("task_specific/")]
+    assert [v.shape for v in head] == [(32, 3), (3,)]
+
+
+def test_a_directory_without_config_is_refused(tmp_path):
+    with pytest.raises(CheckpointError, match="config.yaml"):
+        build_classifier(str(tmp_path))
