@@ -1,4 +1,5 @@
-r"""Exports a pretraining checkpoint's discriminator as a SavedModel for TF Serving.
+r"""Exports a pretraining checkpoint's discriminator, or a fine-tuned classifier, as a SavedModel
+for TF Serving.
 
 From a run directory of `electra_tf.run_pretraining` (its config.yaml and newest checkpoint):
 
@@ -10,7 +11,12 @@ segment_ids [batch, seq] -> float32 logits, probabilities [batch, seq]) and `ser
 (serialized tf.Examples). `--with_tokenizer` adds `serve_text` (raw strings, tokenized in the
 graph); that needs a model server built with TF Text ops, for every signature of the model.
 
-Or from any checkpoint and config:
+A fine-tuning run directory of `electra_tf.run_finetuning` (one with task.json; with several
+trials, each trial_<k>/) exports its classifier or regressor (see electra_tf/export/classifier.py):
+
+  python -m electra_tf.export_savedmodel --model_dir runs/mnli/trial_0 --output_dir models/mnli
+
+Or from any pretraining checkpoint and config:
 
   python -m electra_tf.export_savedmodel --checkpoint ckpts/ckpt-1000 \
       --config pretrain/electra_small --output_dir models/electra --version 1
@@ -128,6 +134,53 @@ def _check_fits(tf, model, checkpoint: str, config_path: str) -> None:
                 f"{tuple(stored)} in the checkpoint, {tuple(weight.shape)} in the model")
 
 
+def _tokenizer_vocab(config_vocab_file: str) -> str | None:
+    if not FLAGS.with_tokenizer:
+        return None
+    vocab_file = FLAGS.vocab_file or config_vocab_file
+    if not vocab_file:
+        raise ExportCommandError("--with_tokenizer needs --vocab_file (the config has none)")
+    return vocab_file
+
+
+def _discriminator(config_path):
+    """(pretrainer, writer of its SavedModel) for a pretraining checkpoint."""
+    from electra_tf.config import load_config
+    from electra_tf.export.savedmodel import export_discriminator
+    from electra_tf.models import ElectraPretrainer
+
+    config = load_config(config_path)
+    vocab_file = _tokenizer_vocab(config.run.vocab_file)
+    model = ElectraPretrainer(config.model, config.objective)
+
+    def write(directory):
+        export_discriminator(model, directory, with_examples=FLAGS.with_examples,
+                             with_tokenizer=FLAGS.with_tokenizer, vocab_file=vocab_file,
+                             lower_case=FLAGS.lower_case,
+                             max_seq_length=FLAGS.max_seq_length or config.run.max_seq_length)
+    return model, write
+
+
+def _classifier(card, config_path):
+    """(classifier, writer of its SavedModel) for a fine-tuned run directory (task.json)."""
+    from electra_tf.config import FinetuneConfig, load_config
+    from electra_tf.export.classifier import export_classifier
+    from electra_tf.models.classifier import ElectraClassifier
+
+    config = load_config(config_path, base=FinetuneConfig())
+    vocab_file = _tokenizer_vocab(config.finetune.vocab_file)
+    labels = card["labels"]
+    model = ElectraClassifier(config.model, len(labels or ()), regression=labels is None)
+
+    def write(directory):
+        export_classifier(model, directory, task=card["task"], label_names=labels,
+                          label_range=card["label_range"], with_examples=FLAGS.with_examples,
+                          with_tokenizer=FLAGS.with_tokenizer, pair=card["pair"],
+                          vocab_file=vocab_file, lower_case=config.finetune.lower_case,
+                          max_seq_length=FLAGS.max_seq_length or config.finetune.max_seq_length)
+    return model, write
+
+
 def run() -> int:
     import tensorflow as tf
 
@@ -142,21 +195,12 @@ def run() -> int:
         raise ExportCommandError(f"{target} already exists; choose another --version or pass "
                                  "--overwrite")
 
-    from electra_tf.config import load_config
-
-    config = load_config(config_path)
-    vocab_file = None
-    if FLAGS.with_tokenizer:
-        vocab_file = FLAGS.vocab_file or config.run.vocab_file
-        if not vocab_file:
-            raise ExportCommandError("--with_tokenizer needs --vocab_file (the config has no "
-                                     "run.vocab_file)")
-
-    from electra_tf.export.savedmodel import export_discriminator
-    from electra_tf.models import ElectraPretrainer
+    from electra_tf.finetuning.runner import read_task_card
     from electra_tf.training.checkpointing import restore_weights
 
-    model = ElectraPretrainer(config.model, config.objective)
+    card = read_task_card(FLAGS.model_dir) if FLAGS.model_dir else None
+    model, write = (_classifier(card, config_path) if card is not None
+                    else _discriminator(config_path))
     _check_fits(tf, model, checkpoint, config_path)
     restore_weights(model, checkpoint)
     # Written next to the target under a name TF Serving ignores (not a number), then renamed:
@@ -166,10 +210,7 @@ def run() -> int:
         tf.io.gfile.rmtree(staging)
     tf.io.gfile.makedirs(output_dir)
     try:
-        export_discriminator(model, staging, with_examples=FLAGS.with_examples,
-                             with_tokenizer=FLAGS.with_tokenizer, vocab_file=vocab_file,
-                             lower_case=FLAGS.lower_case,
-                             max_seq_length=FLAGS.max_seq_length or config.run.max_seq_length)
+        write(staging)
         if tf.io.gfile.exists(target):  # only with --overwrite (checked above)
             tf.io.gfile.rmtree(target)
         tf.io.gfile.rename(staging, target)

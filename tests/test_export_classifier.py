@@ -140,3 +140,33 @@ def test_serve_text_equals_python_featurization_and_serving_default(classifier, 
     assert [label.decode() for label in out["label"].numpy()] == expected_labels
     assert set(loaded.signatures) == {"serving_default", "serve_examples", "serve_text"}
     assert "text_b" in serve_text.structured_input_signature[1]
+
+
+def test_export_savedmodel_exports_a_finetuned_run_directory(tmp_path):
+    from electra_tf.finetuning.runner import featurize_task, run_trial
+    from electra_tf.training.callbacks import Preemption
+    from tests.finetuning.helpers import pair_task, tiny_config
+    from tests.finetuning.helpers import write_vocab as write_topic_vocab
+    from tests.run_helpers import run_cli
+
+    vocab = write_topic_vocab(tmp_path / "vocab.txt")
+    config = tiny_config(vocab, "finetune.num_train_epochs=1")
+    task = pair_task(32, 8)
+    results = run_trial(task, featurize_task(task, config, vocab), config, str(tmp_path / "run"), 0,
+                        source=None, strategy=tf.distribute.get_strategy(), jit_compile=False,
+                        preemption=Preemption(), export=True)
+    result = run_cli(["--model_dir", str(tmp_path / "run"), "--output_dir", str(tmp_path / "out"),
+                      "--with_tokenizer"], module="electra_tf.export_savedmodel")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "serve_text" in result.stdout
+    ids, mask, segments = padded_inputs([6, 9], 9, seed=1)
+    inputs = {"input_ids": tf.constant(ids % 45), "input_mask": tf.constant(mask),
+              "segment_ids": tf.constant(segments)}
+    exported = tf.saved_model.load(str(tmp_path / "out" / str(results["steps"])))
+    during_run = tf.saved_model.load(results["export"])
+    np.testing.assert_allclose(exported.signatures["serving_default"](**inputs)["logits"].numpy(),
+                               during_run.signatures["serving_default"](**inputs)["logits"].numpy(),
+                               atol=1e-6)
+    assert exported.task.numpy() == b"csv"
+    assert [n.decode() for n in exported.label_names.numpy()] == ["different", "same"]
+    assert "text_b" in exported.signatures["serve_text"].structured_input_signature[1]

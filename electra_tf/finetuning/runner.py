@@ -175,6 +175,7 @@ def run_trial(task: TaskData, features: Features, config: FinetuneConfig, trial_
     per_epoch, total, warmup = steps_for(task, config, len(features.train["labels"]))
     optimizer_config = dataclasses.replace(config.optimizer, train_steps=total, warmup_steps=warmup)
     tf.io.gfile.makedirs(trial_dir)
+    write_task_card(trial_dir, task, config)
     keras.utils.set_random_seed(seed)
     with strategy.scope():
         model = ElectraClassifier(config.model, task.label_space.num_labels,
@@ -240,6 +241,28 @@ def run_trial(task: TaskData, features: Features, config: FinetuneConfig, trial_
     return results
 
 
+TASK_CARD = "task.json"
+
+
+def is_pair_task(task: TaskData) -> bool:
+    return any(e.text_b is not None for e in task.train[:100])
+
+
+def write_task_card(trial_dir: str, task: TaskData, config: FinetuneConfig) -> None:
+    """What `export_savedmodel` needs to rebuild and export a fine-tuned checkpoint: the task,
+    its labels (or regression range), whether it reads pairs, and the resolved config."""
+    space = task.label_space
+    _write_json(os.path.join(trial_dir, TASK_CARD), {
+        "task": task.name, "labels": list(space.labels) if space.labels else None,
+        "label_range": list(space.label_range), "pair": is_pair_task(task)})
+    with tf.io.gfile.GFile(os.path.join(trial_dir, "config.yaml"), "w") as f:
+        f.write(config.to_yaml())
+
+
+def read_task_card(trial_dir: str) -> dict | None:
+    return _read_json(os.path.join(trial_dir, TASK_CARD))
+
+
 def _export(model, task, trial_dir, step, config, with_tokenizer, vocab_file) -> str:
     from electra_tf.export.classifier import export_classifier
 
@@ -247,10 +270,9 @@ def _export(model, task, trial_dir, step, config, with_tokenizer, vocab_file) ->
     if tf.io.gfile.exists(export_dir):
         tf.io.gfile.rmtree(export_dir)
     space = task.label_space
-    pair = any(e.text_b is not None for e in task.train[:100])
     return export_classifier(model, export_dir, task=task.name, label_names=space.labels,
                              label_range=space.label_range, with_tokenizer=with_tokenizer,
-                             pair=pair, vocab_file=vocab_file,
+                             pair=is_pair_task(task), vocab_file=vocab_file,
                              lower_case=config.finetune.lower_case,
                              max_seq_length=config.finetune.max_seq_length)
 
