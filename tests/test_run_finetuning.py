@@ -36,8 +36,8 @@ def sentence(rng, n):
     return " ".join(rng.choice(WORDS) for _ in range(n))
 
 
-def write_rte(directory, n_train=24, n_dev=10, n_test=6):
-    """RTE in the GLUE download layout: header, index, sentence1, sentence2, label."""
+def write_rte(directory, n_train=24, n_dev=10, n_test=6, labels=("entailment", "not_entailment")):
+    """RTE (or WNLI: labels 0/1) in the GLUE download layout: index, sentence1, sentence2, label."""
     rng = random.Random(0)
     os.makedirs(directory, exist_ok=True)
     header = "index\tsentence1\tsentence2\tlabel\n"
@@ -45,7 +45,7 @@ def write_rte(directory, n_train=24, n_dev=10, n_test=6):
         with open(os.path.join(directory, f"{split}.tsv"), "w") as f:
             f.write(header + "".join(
                 f"{i}\t{sentence(rng, 5)}\t{sentence(rng, 3)}\t"
-                f"{rng.choice(['entailment', 'not_entailment'])}\n" for i in range(n)))
+                f"{rng.choice(labels)}\n" for i in range(n)))
     with open(os.path.join(directory, "test.tsv"), "w") as f:
         f.write("index\tsentence1\tsentence2\n" + "".join(
             f"{i}\t{sentence(rng, 5)}\t{sentence(rng, 3)}\n" for i in range(n_test)))
@@ -80,6 +80,20 @@ def test_glue_rte_with_trials_predictions_and_export(init_dir, tmp_path):
                          "--model_dir", str(model_dir), "--num_trials", "2", *SMALL_RUN)
     assert again.returncode == 0, again.stderr[-3000:]
     assert json.loads((model_dir / "report.json").read_text())["dev"] == report["dev"]
+
+
+def test_several_tasks_run_one_after_the_other(init_dir, tmp_path):
+    write_rte(tmp_path / "glue" / "RTE")
+    write_rte(tmp_path / "glue" / "WNLI", labels=("0", "1"))
+    result = finetune_cli("--task", "glue/rte,glue/wnli", "--data_dir", str(tmp_path / "glue"),
+                          "--init_checkpoint", init_dir, "--model_dir", str(tmp_path / "out"),
+                          "--noexport", *SMALL_RUN)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for name in ("glue_rte", "glue_wnli"):
+        results = json.loads((tmp_path / "out" / name / "results.json").read_text())
+        assert results["task"] == name.replace("_", "/") and results["status"] == "finished"
+        assert "export" not in results
+    assert result.stdout.index("glue/rte:") < result.stdout.index("glue/wnli:")
 
 
 def test_csv_regression_from_scratch_and_jsonl(init_dir, tmp_path):
