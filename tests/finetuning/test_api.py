@@ -35,3 +35,27 @@ def test_build_classifier_loads_the_pretrained_encoder(tmp_path, electra):
 def test_a_directory_without_config_is_refused(tmp_path):
     with pytest.raises(CheckpointError, match="config.yaml"):
         build_classifier(str(tmp_path))
+
+
+def test_finetune_reads_glue_from_tfds(tmp_path, monkeypatch):
+    import socket
+
+    import tensorflow_datasets as tfds
+
+    from electra_tf.finetuning import finetune
+    from tests.finetuning.helpers import TINY_MODEL, write_vocab
+
+    def refuse(*args, **kwargs):
+        raise OSError("tests must not touch the network")
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    vocab = write_vocab(tmp_path / "vocab.txt")
+    with tfds.testing.mock_data(num_examples=16):
+        report = finetune("glue/rte", use_tfds=True, model_dir=str(tmp_path / "run"),
+                          vocab_file=vocab, export=False,
+                          overrides=TINY_MODEL + ["finetune.max_seq_length=16",
+                                                  "finetune.train_batch_size=8",
+                                                  "finetune.num_train_epochs=1"])
+    assert report["status"] == "finished" and report["task"] == "glue/rte"
+    trial = report["trial_results"][0]
+    assert trial["train_examples"] == 16 and trial["steps"] == 2
+    assert 0.0 <= trial["dev"]["dev"]["last"]["accuracy"] <= 100.0
