@@ -1,0 +1,44 @@
+"""The pieces of the fine-tuning demonstration that do not need the pretraining demo's runs."""
+
+import pytest
+
+from electra_tf.config import load_config
+from electra_tf.data.masking import max_predictions_per_seq
+from electra_tf.finetuning import demo
+from electra_tf.training.flops import pretraining_step_flops
+
+
+def test_coherence_pairs_are_balanced_and_built_as_described():
+    documents = [[f"doc{d} line{i}" for i in range(12)] for d in range(30)]
+    examples = demo.coherence_pairs(documents, seed=0)
+    assert len(examples) == 30 * 11
+    nexts = [e for e in examples if e.label == "next"]
+    assert 0.4 < len(nexts) / len(examples) < 0.6
+    for e in examples:
+        doc_a, line_a = e.text_a.split()
+        doc_b, line_b = e.text_b.split()
+        if e.label == "next":
+            assert doc_a == doc_b and int(line_b[4:]) == int(line_a[4:]) + 1
+        else:
+            assert doc_a != doc_b
+    assert demo.coherence_pairs(documents, seed=0) == examples  # deterministic
+    assert len(demo.coherence_pairs(documents, seed=0, limit=50)) == 50
+
+
+def test_mlm_baseline_gets_the_flops_of_the_electra_run(tmp_path):
+    config = load_config("pretrain/demo", overrides=["model.vocab_size=1669"])
+    (tmp_path / "config.yaml").write_text(config.to_yaml())
+    steps = demo._mlm_steps(str(tmp_path))
+    predictions = max_predictions_per_seq(0.15, 128)
+    electra = pretraining_step_flops(config.model, 32, 128, predictions, electra=True)
+    mlm = pretraining_step_flops(config.model, 32, 128, predictions, electra=False)
+    assert steps * mlm == pytest.approx(600 * electra, abs=mlm)  # equal to within one step
+    assert steps > 600  # the MLM model alone is cheaper per step than generator + discriminator
+
+
+def test_table_lists_every_row_and_the_majority_class():
+    values = {"values": [70.0, 72.0, 71.0], "median": 71.0}
+    table = demo.format_table([("ELECTRA", values), ("MLM baseline", values),
+                               ("no pretraining", values)], 51.8, 791, 4000, 1649)
+    assert "| ELECTRA | 71.0 | 70.0 72.0 71.0 |" in table
+    assert "| majority class | 51.8 | |" in table and "791 pretraining steps" in table
