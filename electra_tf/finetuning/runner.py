@@ -132,7 +132,7 @@ class DevEvaluation(keras.callbacks.Callback):
                          "  ".join(f"{k} {v:.2f}" for k, v in metrics.items()))
             if split not in self.writers:
                 self.writers[split] = tf.summary.create_file_writer(os.path.join(self.log_dir, split))
-            callbacks._write_scalars(self.writers[split], step, metrics)
+            callbacks.write_scalars(self.writers[split], step, metrics)
         if self.on_result is not None:
             self.on_result()
 
@@ -216,7 +216,7 @@ def run_trial(task: TaskData, features: Features, config: FinetuneConfig, trial_
         logging.info("fine-tuning %s (%s), seed %d: %d steps (%d per epoch, warmup %d), batch %d",
                      task.name, trial_dir, seed, total, per_epoch, warmup, run.train_batch_size)
         dataset = train_dataset(features.train, run.train_batch_size, seed, start)
-        model.fit(dataset, steps_per_epoch=total - start, epochs=1, verbose=0,
+        model.fit(dataset, steps_per_epoch=total - start, epochs=1, verbose=0, shuffle=False,
                   callbacks=[guard, progress, dev])
     else:
         guard.status = "finished"

@@ -17,7 +17,7 @@ def _scalar(value) -> float:
     return float(np.asarray(value).reshape(-1)[0])
 
 
-def _write_scalars(writer, step: int, values: dict) -> None:
+def write_scalars(writer, step: int, values: dict) -> None:
     """TensorBoard scalars at `step`, flushed (a no-op without a writer)."""
     if writer is None:
         return
@@ -133,7 +133,7 @@ class ProgressLogger(keras.callbacks.Callback):
                 f"  disc_loss {values['disc_loss']:.4f}  disc_auc {values['disc_auc']:.3f}"
                 if "disc_auc" in values else "",
                 values["learning_rate"], values["sequences_per_second"], eta // 3600, eta // 60 % 60, eta % 60)
-        _write_scalars(self.writer, self.step, values)
+        write_scalars(self.writer, self.step, values)
         self.last_values = values
         self._last, self._last_step = now, self.step
         self.model.reset_metrics()
@@ -169,4 +169,4 @@ class HeldOutEvaluation(keras.callbacks.Callback):
             f"{name} {values[name]:.4f}" for name in ("disc_auc", "disc_loss", "disc_recall",
                                                         "mlm_loss", "mlm_accuracy")
             if name in values))
-        _write_scalars(self.writer, step, values)
+        write_scalars(self.writer, step, values)
