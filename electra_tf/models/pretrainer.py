@@ -27,18 +27,11 @@ import tensorflow as tf
 from electra_tf.config import ModelConfig, ObjectiveConfig
 from electra_tf.models.encoder import ElectraEncoder, make_embeddings
 from electra_tf.models.heads import DiscriminatorHead, make_generator_head
+from electra_tf.models.replicated import ReplicatedModel, cross_replica_sum
 from electra_tf.models.sampling import sample_token_ids
 
 BATCH_KEYS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
               "masked_lm_weights")
-
-
-def _cross_replica_sum(value):
-    """Sums `value` over the replicas of the current strategy (identity with one replica)."""
-    context = tf.distribute.get_replica_context()
-    if context is None or context.num_replicas_in_sync == 1:
-        return value
-    return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
 
 
 def _replica_position():
@@ -49,7 +42,7 @@ def _replica_position():
     return context.replica_id_in_sync_group, context.num_replicas_in_sync
 
 
-class ElectraPretrainer(keras.Model):
+class ElectraPretrainer(ReplicatedModel):
     """Generator + discriminator sharing their embeddings, trained jointly with `model.fit`.
 
     Batches are dicts of int tensors with static shapes: `input_ids` (with [MASK]s),
@@ -188,7 +181,7 @@ class ElectraPretrainer(keras.Model):
         if self.objective.electra_objective:
             token_mask = tf.cast(batch["input_mask"], tf.float32)
             local_sums += [tf.reduce_sum(outputs["disc_xent"] * token_mask), tf.reduce_sum(token_mask)]
-        global_sums = tf.unstack(_cross_replica_sum(tf.stop_gradient(tf.stack(local_sums))))
+        global_sums = tf.unstack(cross_replica_sum(tf.stop_gradient(tf.stack(local_sums))))
 
         # "*_share": this replica's part of the global mean, differentiable; the rest: the
         # global values to report (identical on every replica, no gradient).
@@ -226,14 +219,6 @@ class ElectraPretrainer(keras.Model):
         outputs = self.compute_objective(batch, step, training=False)
         return self._update_metrics(batch, outputs, self.compute_losses(batch, outputs))
 
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        # Keras pulls a batch and averages it across replicas to trace a build, which fails on
-        # dict batches under MultiWorkerMirroredStrategy; this model is built in __init__, so only
-        # the optimizer is left to build.
-        if self.optimizer is not None and not self.optimizer.built:
-            with self.distribute_strategy.scope():
-                self.optimizer.build(self.trainable_variables)
-
     def _update_metrics(self, batch, outputs, losses):
         by_name = {m.name: m for m in self.tracked_metrics}
         weights = tf.cast(batch["masked_lm_weights"], tf.float32)
@@ -251,11 +236,7 @@ class ElectraPretrainer(keras.Model):
                 sample_weight=token_mask)
             for name in ("disc_precision", "disc_recall", "disc_auc"):
                 by_name[name].update_state(labels, probs, sample_weight=token_mask)
-        results = {m.name: m.result() for m in self.tracked_metrics}
-        if isinstance(self.distribute_strategy, tf.distribute.MultiWorkerMirroredStrategy):
-            # Keras averages logged values over axis 0 across workers: give them one.
-            results = {name: tf.reshape(value, [1]) for name, value in results.items()}
-        return results
+        return self.logged({m.name: m.result() for m in self.tracked_metrics})
 
     def _build_with_dummy_batch(self):
         """Creates every variable now: `fit` refuses a subclassed model with unbuilt sublayers."""

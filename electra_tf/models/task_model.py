@@ -12,21 +12,14 @@ import tensorflow as tf
 
 from electra_tf.config import ModelConfig
 from electra_tf.models.encoder import ElectraEncoder, make_embeddings
+from electra_tf.models.replicated import ReplicatedModel, cross_replica_sum
 
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 LOSS_REDUCTIONS = ("sum", "mean")
 TASK_HEAD_SCOPE = "task_specific"  # the layer name of every task head (layer-wise LR decay: depth n + 2)
 
 
-def cross_replica_sum(value):
-    """Sums `value` over the replicas of the current strategy (identity with one replica)."""
-    context = tf.distribute.get_replica_context()
-    if context is None or context.num_replicas_in_sync == 1:
-        return value
-    return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
-
-
-class TaskModel(keras.Model):
+class TaskModel(ReplicatedModel):
     """Embeddings + encoder (named as in the pretrainer, so its checkpoints restore by path) and
     a task head that a subclass adds under the layer name `task_specific`.
 
@@ -98,11 +91,7 @@ class TaskModel(keras.Model):
     def _update_metrics(self, labels, outputs, sample_weight, mean_loss):
         self.loss_tracker.update_state(mean_loss)
         self.update_task_metrics(labels, outputs, sample_weight)
-        results = {m.name: m.result() for m in self.metrics}
-        if isinstance(self.distribute_strategy, tf.distribute.MultiWorkerMirroredStrategy):
-            # Keras averages logged values over axis 0 across workers: give them one.
-            results = {name: tf.reshape(value, [1]) for name, value in results.items()}
-        return results
+        return self.logged({m.name: m.result() for m in self.metrics})
 
     def build_layers(self, head):
         """Creates every variable now (`fit` refuses a subclassed model with unbuilt sublayers),
@@ -112,10 +101,3 @@ class TaskModel(keras.Model):
         self.encoder.build()
         head.build((None, None, self.model_config.hidden_size))
         self.built = True
-
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        # Built in __init__; Keras' symbolic build averages a batch across replicas, which fails
-        # on dict batches under MultiWorkerMirroredStrategy.
-        if self.optimizer is not None and not self.optimizer.built:
-            with self.distribute_strategy.scope():
-                self.optimizer.build(self.trainable_variables)

@@ -1,0 +1,31 @@
+"""What every ELECTRA Keras model needs under a tf.distribute strategy."""
+
+import keras
+import tensorflow as tf
+
+
+def cross_replica_sum(value):
+    """Sums `value` over the replicas of the current strategy (identity with one replica)."""
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return value
+    return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
+
+
+class ReplicatedModel(keras.Model):
+    """A model that creates its variables in `__init__` and trains with dict batches."""
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Keras pulls a batch and averages it across replicas to trace a build, which fails on
+        # dict batches under MultiWorkerMirroredStrategy; these models are built in __init__, so
+        # only the optimizer is left to build.
+        if self.optimizer is not None and not self.optimizer.built:
+            with self.distribute_strategy.scope():
+                self.optimizer.build(self.trainable_variables)
+
+    def logged(self, results):
+        """Step results as Keras logs them: Keras averages logged values over axis 0 across
+        workers under MultiWorkerMirroredStrategy, so give them one there."""
+        if isinstance(self.distribute_strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            return {name: tf.reshape(value, [1]) for name, value in results.items()}
+        return results
