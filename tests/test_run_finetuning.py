@@ -79,6 +79,8 @@ def test_glue_rte_with_trials_predictions_and_export(init_dir, tmp_path):
     again = finetune_cli("--task", "glue/rte", "--data_dir", data, "--init_checkpoint", init_dir,
                          "--model_dir", str(model_dir), "--num_trials", "2", *SMALL_RUN)
     assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stderr.count("is finished; keeping its results") == 2
+    assert "fine-tuning glue/rte" not in again.stderr and "fine-tuning glue/rte" in result.stderr
     assert json.loads((model_dir / "report.json").read_text())["dev"] == report["dev"]
 
 

@@ -62,8 +62,6 @@ def finetune(task: str | tasks.TaskData, *, model_dir: str, init_checkpoint: str
              **task_options) -> dict:
     """Fine-tunes on a task (a name for `load_task`, with its `task_options`, or a `TaskData`)
     from `init_checkpoint` (None: from scratch) into `model_dir`; returns the report."""
-    if num_trials < 1:
-        raise runner.FinetuneError(f"num_trials must be at least 1, got {num_trials}")
     source = resolve_source(init_checkpoint) if init_checkpoint else None
     overrides = list(overrides) + ([f"finetune.vocab_file={vocab_file}"] if vocab_file else [])
     resolved = resolve_config(source, config, overrides)

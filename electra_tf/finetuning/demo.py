@@ -19,7 +19,6 @@ Four rows, each the median of `TRIALS` fine-tuning seeds:
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import random
 import subprocess
@@ -28,11 +27,12 @@ import sys
 import tensorflow as tf
 from absl import logging
 
-from electra_tf.config import FinetuneConfig, apply_dict, load_config
+from electra_tf.config import load_config
 from electra_tf.data import corpus
 from electra_tf.data.classification_data import Example
 from electra_tf.data.classification_features import LabelSpace
 from electra_tf.finetuning import runner
+from electra_tf.finetuning.api import resolve_config
 from electra_tf.finetuning.source import resolve_source
 from electra_tf.finetuning.tasks import TaskData
 
@@ -109,9 +109,7 @@ def run_demo(config_name: str = "finetune/demo", trials: int = TRIALS) -> int:
         _pretrain_mlm_baseline(steps)
     electra, mlm = resolve_source(ELECTRA_DIR), resolve_source(MLM_DIR)
     task = coherence_task(os.path.join(ELECTRA_DIR, "data"))
-    config = load_config(config_name, base=apply_dict(
-        FinetuneConfig(), {"model": dataclasses.asdict(electra.model_config),
-                           "finetune": {"vocab_file": electra.vocab_file}}))
+    config = resolve_config(electra, config_name, [f"finetune.vocab_file={electra.vocab_file}"])
     rows = []
     for name, source in (("ELECTRA", electra), ("MLM baseline", mlm), ("no pretraining", None)):
         directory = os.path.join(OUTPUT_DIR, name.split()[0].lower())

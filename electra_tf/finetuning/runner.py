@@ -26,7 +26,7 @@ from electra_tf.config import FinetuneConfig
 from electra_tf.data.classification_features import featurize, swap_pairs
 from electra_tf.data.tokenization import load_vocabulary, make_tokenizer, special_ids
 from electra_tf.evaluation.metrics import HEADLINE, score
-from electra_tf.finetuning.source import EncoderSource, check_fits, restore_encoder
+from electra_tf.finetuning.source import EncoderSource, restore_encoder
 from electra_tf.finetuning.tasks import TaskData
 from electra_tf.models.classifier import ElectraClassifier
 from electra_tf.models.task_model import INPUT_NAMES
@@ -324,7 +324,8 @@ def finetune(task: TaskData, config: FinetuneConfig, model_dir: str, *,
              do_predict: bool = False, preemption: callbacks.Preemption | None = None) -> dict:
     """Fine-tunes `num_trials` times (seeds config.finetune.seed + k) from the same encoder.
 
-    `source`: the pretrained encoder (`resolve_source`), or None to train from scratch. Returns
+    `source`: the pretrained encoder (`resolve_source`), or None to train from scratch; `config`
+    should come from `api.resolve_config`, which checks it fits the source. Returns
     the report (also `model_dir/report.json`) with every trial's results.
     """
     if num_trials < 1:
@@ -336,8 +337,6 @@ def finetune(task: TaskData, config: FinetuneConfig, model_dir: str, *,
                             "--vocab_file (finetune.vocab_file)")
     config = dataclasses.replace(
         config, finetune=dataclasses.replace(config.finetune, vocab_file=vocab_file)).validate()
-    if source is not None:
-        check_fits(source, config.model)
     strategy = strategy or tf.distribute.get_strategy()
     preemption = preemption or callbacks.Preemption()
     features = featurize_task(task, config, vocab_file)

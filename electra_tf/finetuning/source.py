@@ -13,7 +13,7 @@ import os
 import tensorflow as tf
 import yaml
 
-from electra_tf.config import ConfigError, ModelConfig, apply_dict
+from electra_tf.config import ConfigError, FinetuneConfig, ModelConfig, apply_dict
 from electra_tf.training.checkpointing import CheckpointError, first_line
 
 
@@ -50,7 +50,7 @@ def resolve_source(path: str) -> EncoderSource:
     with tf.io.gfile.GFile(config_path) as f:
         saved = yaml.safe_load(f) or {}
     try:
-        model_config = apply_dict(_Holder(), {"model": saved.get("model", {})}, config_path).model
+        model_config = apply_dict(FinetuneConfig(), {"model": saved.get("model", {})}, config_path).model
     except ConfigError as e:
         raise CheckpointError(f"{config_path}: {e}") from None
     if checkpoint is None:
@@ -60,11 +60,6 @@ def resolve_source(path: str) -> EncoderSource:
     electra = saved.get("objective", {}).get("electra_objective", True)
     return EncoderSource(model_config, checkpoint, "discriminator" if electra else "generator",
                          _vocab_file(directory, saved), directory)
-
-
-@dataclasses.dataclass
-class _Holder:
-    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
 
 
 def _vocab_file(directory: str, saved: dict) -> str | None:
