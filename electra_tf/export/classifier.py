@@ -20,13 +20,12 @@ empty for a regressor) and, for a regressor, `loaded.label_range` (float32 [2]).
 
 from __future__ import annotations
 
-import os
-
 import keras
 import tensorflow as tf
 
 from electra_tf.export.savedmodel import (DEFAULT_SIGNATURE, EXAMPLES_SIGNATURE, INPUT_NAMES,
-                                          TEXT_SIGNATURE, ExportError, _parse_examples, _validated)
+                                          TEXT_SIGNATURE, ExportError, load_text_tokenizer,
+                                          parse_examples, validated_inputs)
 
 
 def export_classifier(model, export_dir: str, *, task: str, label_names=None,
@@ -44,7 +43,8 @@ def export_classifier(model, export_dir: str, *, task: str, label_names=None,
     archive.track(model)
 
     def outputs(input_ids, input_mask, segment_ids):
-        input_ids, input_mask, segment_ids = _validated(input_ids, input_mask, segment_ids, config)
+        input_ids, input_mask, segment_ids = validated_inputs(
+            input_ids, input_mask, segment_ids, config)
         result = model({"input_ids": input_ids, "input_mask": input_mask,
                         "segment_ids": segment_ids}, training=False)
         if model.regression:
@@ -55,7 +55,8 @@ def export_classifier(model, export_dir: str, *, task: str, label_names=None,
         DEFAULT_SIGNATURE, outputs,
         input_signature=[tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES])
     if with_examples:
-        archive.add_endpoint(EXAMPLES_SIGNATURE, lambda examples: outputs(*_parse_examples(examples)),
+        archive.add_endpoint(EXAMPLES_SIGNATURE,
+                             lambda examples: outputs(*parse_examples(examples)),
                              input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
     trackable = archive._tf_trackable  # ExportArchive has no public hook for extra objects
     if with_tokenizer:
@@ -88,16 +89,8 @@ def _pair_preprocessor(vocab_file, config, lower_case, max_seq_length):
     """((text_a, text_b or None) -> int32 inputs [batch, longest], the vocabulary Asset)."""
     import keras_hub
 
-    from electra_tf.data.tokenization import load_vocabulary, make_tokenizer, special_ids
-
-    if not vocab_file:
-        raise ExportError("with_tokenizer needs a vocab_file (the vocab.txt the model was trained with)")
-    if not 3 <= max_seq_length <= config.max_position_embeddings:
-        raise ExportError(f"max_seq_length must be in [3, {config.max_position_embeddings}], "
-                          f"got {max_seq_length}")
-    vocabulary = load_vocabulary(vocab_file)
-    ids = special_ids(vocabulary, source=vocab_file)
-    tokenizer = make_tokenizer(vocabulary, lower_case=lower_case)
+    ids, tokenizer, asset = load_text_tokenizer(vocab_file, config, lower_case, None,
+                                                max_seq_length, shortest=3)
     # Round-robin trimming keeps the same tokens as the original's longest-first truncation
     # (the longer side loses one token at a time; on a tie the second segment).
     packer = keras_hub.layers.MultiSegmentPacker(
@@ -105,14 +98,14 @@ def _pair_preprocessor(vocab_file, config, lower_case, max_seq_length):
         sep_value=ids.sep, pad_value=ids.pad, truncate="round_robin")
 
     def text_to_inputs(text_a, text_b):
-        segments = (tokenizer(text_a),) if text_b is None else (tokenizer(text_a), tokenizer(text_b))
+        texts = (text_a,) if text_b is None else (text_a, text_b)
+        segments = tuple(tokenizer(text) for text in texts)  # ragged int32 [batch, (n)]
         input_ids, segment_ids = packer(segments)
-        lengths = tf.reduce_sum(tf.ones_like(segments[0], tf.int32), axis=1) + 2
-        if text_b is not None:
-            lengths += tf.reduce_sum(tf.ones_like(segments[1], tf.int32), axis=1) + 1
+        # [CLS] + one [SEP] per segment + the tokens, at most max_seq_length after trimming
+        lengths = 1 + sum(tf.cast(s.row_lengths(), tf.int32) + 1 for s in segments)
         lengths = tf.minimum(lengths, max_seq_length)
         longest = tf.reduce_max(lengths)
         input_mask = tf.sequence_mask(lengths, longest, dtype=tf.int32)
         return input_ids[:, :longest], input_mask, segment_ids[:, :longest]
 
-    return text_to_inputs, tf.saved_model.Asset(os.path.abspath(vocab_file))
+    return text_to_inputs, asset

@@ -62,7 +62,8 @@ def export_discriminator(pretrainer, export_dir: str, *, with_examples: bool = T
         archive.track(pretrainer.discriminator_head)
 
     def outputs(input_ids, input_mask, segment_ids):
-        input_ids, input_mask, segment_ids = _validated(input_ids, input_mask, segment_ids, config)
+        input_ids, input_mask, segment_ids = validated_inputs(
+            input_ids, input_mask, segment_ids, config)
         if pretrainer.discriminator is None:
             output = pretrainer.encoder(input_ids, input_mask, segment_ids, training=False)
             return {"sequence_output": tf.cast(output, tf.float32)}
@@ -77,7 +78,7 @@ def export_discriminator(pretrainer, export_dir: str, *, with_examples: bool = T
 
     if with_examples:
         def serve_examples(examples):
-            return outputs(*_parse_examples(examples))
+            return outputs(*parse_examples(examples))
 
         archive.add_endpoint(EXAMPLES_SIGNATURE, serve_examples,
                              input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
@@ -103,7 +104,7 @@ def export_discriminator(pretrainer, export_dir: str, *, with_examples: bool = T
     return export_dir
 
 
-def _validated(input_ids, input_mask, segment_ids, config):
+def validated_inputs(input_ids, input_mask, segment_ids, config):
     """The inputs behind asserts on shapes and ranges (InvalidArgumentError with the rule)."""
     # A loaded signature checks dtypes but not shapes: a 1-D tensor gets through its TensorSpec,
     # and Grappler folds tf.rank to the traced rank 2. EnsureShape checks the rank at run time.
@@ -134,7 +135,7 @@ def _validated(input_ids, input_mask, segment_ids, config):
         return tf.identity(input_ids), tf.identity(input_mask), tf.identity(segment_ids)
 
 
-def _parse_examples(examples):
+def parse_examples(examples):
     """Serialized tf.Examples [batch] -> int32 inputs [batch, longest], padded with 0."""
     features = tf.io.parse_example(
         examples, {name: tf.io.RaggedFeature(tf.int64) for name in INPUT_NAMES})
@@ -149,23 +150,32 @@ def _parse_examples(examples):
                      for name in INPUT_NAMES)
 
 
-def _text_preprocessor(vocab_file, config, lower_case, strip_accents, max_seq_length):
-    """(texts [batch] -> int32 inputs [batch, longest], the vocabulary as a SavedModel Asset)."""
+def load_text_tokenizer(vocab_file, config, lower_case, strip_accents, max_seq_length,
+                        shortest=2):
+    """(special ids, in-graph tokenizer, the vocabulary as a SavedModel Asset) for a text
+    signature, after checking the vocabulary fits the model and max_seq_length the positions."""
     from electra_tf.data.tokenization import load_vocabulary, make_tokenizer, special_ids
 
     if not vocab_file:
         raise ExportError("with_tokenizer needs a vocab_file (the vocab.txt the model was "
                           "trained with)")
-    if not 2 <= max_seq_length <= config.max_position_embeddings:
-        raise ExportError(f"max_seq_length must be in [2, {config.max_position_embeddings}] "
-                          f"(model.max_position_embeddings), got {max_seq_length}")
+    if not shortest <= max_seq_length <= config.max_position_embeddings:
+        raise ExportError(f"max_seq_length must be in [{shortest}, "
+                          f"{config.max_position_embeddings}] (model.max_position_embeddings), "
+                          f"got {max_seq_length}")
     vocabulary = load_vocabulary(vocab_file)
     if len(vocabulary) > config.vocab_size:
         raise ExportError(f"{vocab_file} has {len(vocabulary)} tokens, more than the model's "
                           f"vocab_size {config.vocab_size}: not the model's vocabulary")
-    ids = special_ids(vocabulary, source=vocab_file)
     tokenizer = make_tokenizer(vocabulary, lower_case=lower_case, strip_accents=strip_accents)
-    asset = tf.saved_model.Asset(os.path.abspath(vocab_file))
+    return (special_ids(vocabulary, source=vocab_file), tokenizer,
+            tf.saved_model.Asset(os.path.abspath(vocab_file)))
+
+
+def _text_preprocessor(vocab_file, config, lower_case, strip_accents, max_seq_length):
+    """(texts [batch] -> int32 inputs [batch, longest], the vocabulary as a SavedModel Asset)."""
+    ids, tokenizer, asset = load_text_tokenizer(vocab_file, config, lower_case, strip_accents,
+                                                max_seq_length)
 
     def text_to_inputs(text):
         tokens = tokenizer(text)[:, :max_seq_length - 2]  # ragged int32 [batch, (n)]
