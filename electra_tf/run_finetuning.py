@@ -29,6 +29,8 @@ import sys
 
 from absl import app, flags, logging
 
+from electra_tf.training import device_flags
+
 FLAGS = flags.FLAGS
 flags.DEFINE_list("task", None, "glue/{cola,sst2,mrpc,stsb,qqp,mnli,qnli,rte,wnli} or csv; "
                   "several (comma-separated) run one after the other, each in "
@@ -67,12 +69,8 @@ flags.DEFINE_bool("do_predict", False, "Write test-set predictions (GLUE: the su
 flags.DEFINE_bool("export", True, "Export each trial's SavedModel under export/<step>/.")
 flags.DEFINE_bool("with_tokenizer", False, "Add the serve_text signature (raw text in, label "
                   "names out; needs a model server with TF Text ops).")
-flags.DEFINE_enum("strategy", "auto", ["auto", "one_device", "mirrored", "multi_worker", "tpu"],
-                  "tf.distribute strategy; auto picks a TPU, then all GPUs, then the CPU.")
-flags.DEFINE_string("tpu", None, "TPU name or grpc:// address.")
-flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16"], "Keras dtype policy.")
-flags.DEFINE_bool("jit_compile", None, "XLA for the train step (default: on TPU and GPU).")
-flags.DEFINE_integer("cpu_devices", 0, "Split the CPU into this many logical devices.")
+device_flags.define_device_flags()
+flags.adopt_module_key_flags(device_flags)  # listed by --help with this command's own flags
 
 
 class RunError(ValueError):

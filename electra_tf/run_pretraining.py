@@ -25,6 +25,8 @@ import time
 
 from absl import app, flags, logging
 
+from electra_tf.training import device_flags
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("config", None, "Config YAML (path, or name under configs/, e.g. "
                     "pretrain/electra_small). Default: pretrain/demo.")
@@ -39,14 +41,6 @@ flags.DEFINE_string("vocab_file", None, "vocab.txt of the data; sets vocab_size 
 flags.DEFINE_string("model_dir", None, "Run directory: checkpoints, TensorBoard events, config, "
                     "export. Default: runs/electra_<config name> without --data (runs/electra_demo); "
                     "required with --data.")
-flags.DEFINE_enum("strategy", "auto", ["auto", "one_device", "mirrored", "multi_worker", "tpu"],
-                  "tf.distribute strategy; auto picks a TPU, then all GPUs, then the CPU.")
-flags.DEFINE_string("tpu", None, "TPU name or grpc:// address (Cloud TPU, Colab).")
-flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16"],
-                  "Keras dtype policy: float32, mixed_bfloat16 (TPU, recent CPUs) or "
-                  "mixed_float16 with loss scaling (GPU).")
-flags.DEFINE_bool("jit_compile", None, "Compile the train step with XLA (default: on TPU and GPU, "
-                  "off on CPU where TensorFlow's kernels measured faster).")
 flags.DEFINE_integer("train_steps", None, "Total training steps (overrides optimizer.train_steps).")
 flags.DEFINE_string("init_checkpoint", None, "Start from the weights of this checkpoint (file "
                     "prefix or directory), e.g. one converted from Google's release, with a fresh "
@@ -54,8 +48,8 @@ flags.DEFINE_string("init_checkpoint", None, "Start from the weights of this che
 flags.DEFINE_multi_string("override", [], "Config override section.key=value; repeatable, e.g. "
                           "--override model.num_layers=4 --override run.train_batch_size=64.")
 flags.DEFINE_bool("export", True, "Export the discriminator SavedModel at the end.")
-flags.DEFINE_integer("cpu_devices", 0, "Split the CPU into this many logical devices (to try "
-                     "--strategy mirrored on one machine without GPUs).")
+device_flags.define_device_flags()
+flags.adopt_module_key_flags(device_flags)  # listed by --help with this command's own flags
 flags.DEFINE_bool("deterministic", False, "Enable TensorFlow op determinism (bitwise-reproducible "
                   "runs and resumes, somewhat slower).")
 

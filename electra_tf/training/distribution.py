@@ -8,7 +8,7 @@ import os
 import tensorflow as tf
 from absl import logging
 
-STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
+from electra_tf.training.device_flags import STRATEGIES
 
 
 class StrategyError(ValueError):

@@ -1,0 +1,19 @@
+"""The device flags every training entry point shares (absl only: --help stays fast)."""
+
+from absl import flags
+
+STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")  # see distribution.make_strategy
+
+
+def define_device_flags() -> None:
+    """--strategy, --tpu, --mixed_precision, --jit_compile, --cpu_devices."""
+    flags.DEFINE_enum("strategy", "auto", list(STRATEGIES),
+                      "tf.distribute strategy; auto picks a TPU, then all GPUs, then the CPU.")
+    flags.DEFINE_string("tpu", None, "TPU name or grpc:// address (Cloud TPU, Colab).")
+    flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16"],
+                      "Keras dtype policy: float32, mixed_bfloat16 (TPU, recent CPUs) or "
+                      "mixed_float16 with loss scaling (GPU).")
+    flags.DEFINE_bool("jit_compile", None, "Compile the train step with XLA (default: on TPU and "
+                      "GPU, off on CPU where TensorFlow's kernels measured faster).")
+    flags.DEFINE_integer("cpu_devices", 0, "Split the CPU into this many logical devices (to try "
+                         "--strategy mirrored on one machine without GPUs).")
