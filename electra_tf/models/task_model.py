@@ -48,6 +48,11 @@ class TaskModel(ReplicatedModel):
     def per_example_loss(self, labels, outputs):
         raise NotImplementedError
 
+    def training_outputs(self, inputs, labels, training):
+        """What the loss is computed from; a head that needs the labels in its forward pass
+        (the QA head's end logits are conditioned on the gold start) overrides this."""
+        return self(inputs, training=training)
+
     def update_task_metrics(self, labels, outputs, sample_weight):
         """Updates subclass metrics; `sample_weight` [batch] is 0 for padding examples."""
 
@@ -75,7 +80,7 @@ class TaskModel(ReplicatedModel):
     def train_step(self, data):
         inputs, labels, sample_weight = self._unpack(data)
         with tf.GradientTape() as tape:
-            outputs = self(inputs, training=True)
+            outputs = self.training_outputs(inputs, labels, training=True)
             share, mean_loss = self._loss(labels, outputs, sample_weight)
             scaled = self.optimizer.scale_loss(share)
         variables = self.trainable_variables
@@ -84,7 +89,7 @@ class TaskModel(ReplicatedModel):
 
     def test_step(self, data):
         inputs, labels, sample_weight = self._unpack(data)
-        outputs = self(inputs, training=False)
+        outputs = self.training_outputs(inputs, labels, training=False)
         _, mean_loss = self._loss(labels, outputs, sample_weight)
         return self._update_metrics(labels, outputs, sample_weight, mean_loss)
 

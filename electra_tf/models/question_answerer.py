@@ -1,0 +1,72 @@
+"""Extractive question answering (SQuAD 1.1 / 2.0): the discriminator's encoder under a span head.
+
+Call: a dict of int `input_ids`, `input_mask`, `segment_ids` [batch, seq] (`[CLS] question [SEP]
+context [SEP]`, segment 1 from the context on) -> the head's inference outputs, computed in the
+graph: `start_top_index`, `start_top_log_probs` [batch, k], `end_top_index`, `end_top_log_probs`
+[batch, k, k] and `answerable_logit` [batch] (see `electra_tf.models.span_heads`).
+
+Labels: a dict of `start_positions`, `end_positions` (int [batch], token positions; 0 = [CLS] for
+windows without the answer and for unanswerable questions) and `is_impossible` (float [batch]).
+The loss is the head's per-example loss, summed over the batch as the original (or averaged).
+"""
+
+import dataclasses
+
+import keras
+import tensorflow as tf
+
+from electra_tf.config import ModelConfig
+from electra_tf.models.span_heads import SPAN_HEADS
+from electra_tf.models.task_model import TASK_HEAD_SCOPE, TaskModel
+
+BEAM_OUTPUTS = ("start_top_index", "start_top_log_probs", "end_top_index", "end_top_log_probs",
+                "answerable_logit")
+
+
+class ElectraQuestionAnswerer(TaskModel):
+    """ELECTRA with the original's joint span head (`head="joint"`) or BERT's (`"independent"`)."""
+
+    def __init__(self, model_config=None, head="joint", beam_size=20, answerable_weight=0.5,
+                 loss_reduction="sum", **kwargs):
+        super().__init__(model_config, loss_reduction, **kwargs)
+        if head not in SPAN_HEADS:
+            raise ValueError(f"head must be one of {sorted(SPAN_HEADS)}, got {head!r}")
+        self.head_type = head
+        self.beam_size = beam_size
+        self.answerable_weight = answerable_weight
+        self.head = SPAN_HEADS[head](beam_size, answerable_weight, dtype=self.dtype_policy,
+                                     name=TASK_HEAD_SCOPE)
+        self.start_accuracy = keras.metrics.Mean(name="start_accuracy")
+        self.build_layers(self.head)
+
+    def call(self, inputs, training=False):
+        return self.head(self.encode(inputs, training=training), inputs["input_mask"],
+                         inputs["segment_ids"])
+
+    def training_outputs(self, inputs, labels, training):
+        """Start and end logits [batch, seq] (the end conditioned on the gold start) and the
+        answerable logit [batch]."""
+        return self.head(self.encode(inputs, training=training), inputs["input_mask"],
+                         inputs["segment_ids"], start_positions=labels["start_positions"])
+
+    def per_example_loss(self, labels, outputs):
+        return self.head.loss(outputs, labels["start_positions"], labels["end_positions"],
+                              labels["is_impossible"])
+
+    def task_metrics(self):
+        return [self.start_accuracy]
+
+    def update_task_metrics(self, labels, outputs, sample_weight):
+        predicted = tf.argmax(outputs["start_logits"], -1, output_type=tf.int32)
+        correct = tf.cast(tf.equal(predicted, tf.cast(labels["start_positions"], tf.int32)), tf.float32)
+        self.start_accuracy.update_state(correct, sample_weight=sample_weight)
+
+    def get_config(self):
+        return {"model_config": dataclasses.asdict(self.model_config), "head": self.head_type,
+                "beam_size": self.beam_size, "answerable_weight": self.answerable_weight,
+                "loss_reduction": self.loss_reduction, "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(ModelConfig(**config.pop("model_config")), **config)
