@@ -218,6 +218,33 @@ class FinetuneRunConfig:
             raise ConfigError(f"finetune.eval_every_steps must be >= 0, got {self.eval_every_steps}")
 
 
+@dataclasses.dataclass
+class QAConfig:
+    """Question answering (SQuAD), the original's defaults (finetune.max_seq_length 512 for
+    SQuAD tasks unless overridden; 384 also works)."""
+
+    doc_stride: int = 128  # tokens between the starts of consecutive context windows
+    max_query_length: int = 64  # question tokens kept
+    n_best_size: int = 20
+    max_answer_length: int = 30  # tokens
+    beam_size: int = 20  # top-k starts, and top-k ends for each start, in the graph
+    answerable_weight: float = 0.5
+    null_threshold: float = -2.75  # SQuAD 2.0: "no answer" when the null logit is above this
+    head: str = "joint"  # the original's joint (XLNet-style) head, or "independent" (BERT's)
+    featurize_workers: int = 1  # processes featurizing the training set (>1: multiprocessing)
+    predict_chunk_examples: int = 2000  # examples featurized, predicted and decoded at a time
+
+    def validate(self) -> None:
+        for name in ("doc_stride", "max_query_length", "n_best_size", "max_answer_length",
+                     "beam_size", "featurize_workers", "predict_chunk_examples"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"qa.{name} must be positive, got {getattr(self, name)}")
+        if self.head not in ("joint", "independent"):
+            raise ConfigError(f"qa.head must be joint or independent, got {self.head!r}")
+        if self.answerable_weight < 0:
+            raise ConfigError(f"qa.answerable_weight must be >= 0, got {self.answerable_weight}")
+
+
 def _finetune_optimizer() -> OptimizerConfig:
     return OptimizerConfig(learning_rate=1e-4, warmup_steps=0, train_steps=1,
                            layerwise_lr_decay=0.8)
@@ -230,6 +257,7 @@ class FinetuneConfig:
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
     optimizer: OptimizerConfig = dataclasses.field(default_factory=_finetune_optimizer)
     finetune: FinetuneRunConfig = dataclasses.field(default_factory=FinetuneRunConfig)
+    qa: QAConfig = dataclasses.field(default_factory=QAConfig)
 
     def validate(self) -> "FinetuneConfig":
         for section in dataclasses.fields(self):

@@ -169,6 +169,8 @@ def _classifier(card, config_path):
 
     config = load_config(config_path, base=FinetuneConfig())
     vocab_file = _tokenizer_vocab(config.finetune.vocab_file)
+    if card.get("kind") == "qa":
+        return _question_answerer(card, config, vocab_file)
     labels = card["labels"]
     model = ElectraClassifier(config.model, len(labels or ()), regression=labels is None)
 
@@ -178,6 +180,24 @@ def _classifier(card, config_path):
                           with_tokenizer=FLAGS.with_tokenizer, pair=card["pair"],
                           vocab_file=vocab_file, lower_case=config.finetune.lower_case,
                           max_seq_length=FLAGS.max_seq_length or config.finetune.max_seq_length)
+    return model, write
+
+
+def _question_answerer(card, config, vocab_file):
+    from electra_tf.export.question_answerer import export_question_answerer
+    from electra_tf.models.question_answerer import ElectraQuestionAnswerer
+
+    model = ElectraQuestionAnswerer(config.model, head=config.qa.head,
+                                    beam_size=config.qa.beam_size)
+
+    def write(directory):
+        export_question_answerer(
+            model, directory, task=card["task"], with_examples=FLAGS.with_examples,
+            with_tokenizer=FLAGS.with_tokenizer, vocab_file=vocab_file,
+            lower_case=config.finetune.lower_case,
+            max_seq_length=FLAGS.max_seq_length or config.finetune.max_seq_length,
+            max_query_length=config.qa.max_query_length,
+            max_answer_length=config.qa.max_answer_length)
     return model, write
 
 

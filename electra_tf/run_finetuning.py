@@ -9,6 +9,12 @@ GLUE from the download layout, from TFDS, or your own CSV/TSV/JSON Lines:
   python -m electra_tf.run_finetuning --task glue/sst2 --tfds --init_checkpoint converted/small ...
   python -m electra_tf.run_finetuning --task csv --data_dir my_task/ --text_a_column review \
       --label_column stars --labels 1,2,3,4,5 --init_checkpoint runs/small --model_dir runs/stars
+  python -m electra_tf.run_finetuning --task squad/v2.0 --train_file train-v2.0.json \
+      --predict_file dev-v2.0.json --init_checkpoint converted/electra_small --model_dir runs/squad2
+
+SQuAD writes predictions.json, nbest_predictions.json and (v2.0) null_odds.json under
+predictions/dev/ and reports the official EM / F1 (v2.0: at qa.null_threshold -2.75 and at the
+best threshold); windows of 512 tokens unless --override finetune.max_seq_length=384.
 
 `--init_checkpoint` is a run directory of run_pretraining or an output of convert_checkpoint
 (Google's and Hugging Face's releases); without it the encoder starts from scratch (a baseline).
@@ -32,7 +38,8 @@ from absl import app, flags, logging
 from electra_tf.training import device_flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("task", None, "glue/{cola,sst2,mrpc,stsb,qqp,mnli,qnli,rte,wnli} or csv; "
+flags.DEFINE_list("task", None, "glue/{cola,sst2,mrpc,stsb,qqp,mnli,qnli,rte,wnli}, csv, "
+                  "squad/v1.1 or squad/v2.0; "
                   "several (comma-separated) run one after the other, each in "
                   "<model_dir>/<task>. Default: the demonstration.")
 flags.DEFINE_string("data_dir", None, "GLUE: the task's download folder (glue_data/MNLI) or the "
@@ -43,6 +50,9 @@ flags.DEFINE_string("tfds_data_dir", None, "TFDS data directory (default: TFDS's
 flags.DEFINE_string("train_file", None, "csv: the training file (instead of --data_dir).")
 flags.DEFINE_string("dev_file", None, "csv: the dev file.")
 flags.DEFINE_string("test_file", None, "csv: the test file (for --do_predict).")
+flags.DEFINE_string("predict_file", None, "squad: the official dev JSON (dev-v1.1.json, "
+                    "dev-v2.0.json) to predict and score; --train_file is train-v*.json. "
+                    "Or --data_dir with train.json and dev.json, or --tfds.")
 flags.DEFINE_string("text_a_column", None, "csv: column of the (first) text: a header name or "
                     "a 0-based index (negative counts from the end).")
 flags.DEFINE_string("text_b_column", None, "csv: column of the second text of a pair.")
@@ -105,10 +115,12 @@ def run() -> int:
     # Everything that can be refused is checked before any training: config, every task's data.
     overrides = list(FLAGS.override) + (
         [f"finetune.vocab_file={FLAGS.vocab_file}"] if FLAGS.vocab_file else [])
-    config = api.resolve_config(source, FLAGS.config or "finetune/small", overrides)
+    configs = [api.resolve_config(source, FLAGS.config or "finetune/small", overrides, name)
+               for name in FLAGS.task]
     loaded = [api.load_task(
         name, data_dir=FLAGS.data_dir, use_tfds=FLAGS.tfds, tfds_data_dir=FLAGS.tfds_data_dir,
         train_file=FLAGS.train_file, dev_file=FLAGS.dev_file, test_file=FLAGS.test_file,
+        predict_file=FLAGS.predict_file,
         text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
         label_column=FLAGS.label_column, labels=FLAGS.labels, regression=FLAGS.regression,
         label_range=_label_range(), with_test=FLAGS.do_predict) for name in FLAGS.task]
@@ -116,7 +128,7 @@ def run() -> int:
     strategy = distribution.make_strategy(FLAGS.strategy, FLAGS.tpu)
     jit_compile = distribution.use_xla(strategy, FLAGS.jit_compile)
     keras.mixed_precision.set_dtype_policy(distribution.DTYPE_POLICIES[FLAGS.mixed_precision])
-    for task in loaded:
+    for task, config in zip(loaded, configs):
         model_dir = FLAGS.model_dir if len(loaded) == 1 else os.path.join(
             FLAGS.model_dir, task.directory_name)
         report = runner.finetune(task, config, model_dir, source=source,

@@ -152,7 +152,7 @@ def test_export_savedmodel_exports_a_finetuned_run_directory(tmp_path):
     vocab = write_topic_vocab(tmp_path / "vocab.txt")
     config = tiny_config(vocab, "finetune.num_train_epochs=1")
     task = pair_task(32, 8)
-    results = run_trial(task, featurize_task(task, config, vocab), config, str(tmp_path / "run"), 0,
+    results = run_trial(featurize_task(task, config, vocab), config, str(tmp_path / "run"), 0,
                         source=None, strategy=tf.distribute.get_strategy(), jit_compile=False,
                         preemption=Preemption(), export=True)
     result = run_cli(["--model_dir", str(tmp_path / "run"), "--output_dir", str(tmp_path / "out"),

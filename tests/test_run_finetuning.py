@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+import tensorflow as tf
 
 from electra_tf.convert_checkpoint import write_electra_tf
 from electra_tf.models import ElectraPretrainer
@@ -211,3 +212,73 @@ def test_demo_without_the_pretraining_demo_says_what_to_run(tmp_path):
                             capture_output=True, text=True, timeout=120,
                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert_one_line_error(result, "python -m electra_tf.run_pretraining", "first")
+
+
+def write_squad_files(directory, version="1.1", n=24):
+    """Official-layout SQuAD JSON over the test vocabulary: the answer is the run of w30-w39."""
+    rng = random.Random(0)
+    directory.mkdir(parents=True, exist_ok=True)
+    for split in ("train", "dev"):
+        paragraphs = []
+        for i in range(n):
+            words = [rng.choice(WORDS[5:30]) for _ in range(rng.randint(16, 40))]
+            answer = [rng.choice(WORDS[30:])]
+            at = rng.randint(0, len(words))
+            words[at:at] = answer
+            start = len(" ".join(words[:at])) + (1 if at else 0)
+            qa = {"id": f"{split}{i}", "question": "w1 w2",
+                  "answers": [{"text": answer[0], "answer_start": start}]}
+            if version == "v2.0":
+                qa["is_impossible"] = False
+            paragraphs.append({"context": " ".join(words), "qas": [qa]})
+        (directory / f"{split}.json").write_text(json.dumps(
+            {"version": version, "data": [{"title": "t", "paragraphs": paragraphs}]}))
+    return directory
+
+
+SQUAD_RUN = SMALL_RUN[:-4] + ["--override", "finetune.max_seq_length=32", "--override",
+                              "finetune.num_train_epochs=1", "--override", "qa.doc_stride=8",
+                              "--override", "qa.max_query_length=4", "--override", "qa.beam_size=8"]
+
+
+def test_squad_v20_from_official_files_writes_prediction_files_and_scores(init_dir, tmp_path):
+    data = write_squad_files(tmp_path / "squad", "v2.0")
+    model_dir = tmp_path / "squad_run"
+    result = finetune_cli("--task", "squad/v2.0", "--train_file", str(data / "train.json"),
+                          "--predict_file", str(data / "dev.json"), "--init_checkpoint", init_dir,
+                          "--model_dir", str(model_dir), "--with_tokenizer", *SQUAD_RUN)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "dev dev f1:" in result.stdout
+    results = json.loads((model_dir / "results.json").read_text())
+    assert {"exact", "f1", "best_exact", "best_f1_thresh"} <= set(results["dev"]["dev"]["last"])
+    assert results["train_examples"] > 24  # windows: contexts longer than one window
+    predictions = model_dir / "predictions" / "dev"
+    for name in ("predictions", "nbest_predictions", "null_odds", "predictions_at_threshold"):
+        assert len(json.loads((predictions / f"{name}.json").read_text())) == 24
+    config = (model_dir / "config.yaml").read_text()
+    assert "max_seq_length: 32" in config and "beam_size: 8" in config
+    assert json.loads((model_dir / "task.json").read_text())["kind"] == "qa"
+    loaded = tf.saved_model.load(results["export"])
+    served = loaded.signatures["serve_text"](question=tf.constant(["w1 w2"]),
+                                             context=tf.constant(["w5 w6 w31 w7"]))
+    assert served["answer"].numpy()[0].decode() in "w5 w6 w31 w7"
+
+
+@pytest.mark.parametrize("case", ["not_squad", "v2_as_v1", "stride", "query"])
+def test_squad_bad_input_is_one_error_line(case, init_dir, tmp_path):
+    data = write_squad_files(tmp_path / "squad", "v2.0" if case == "v2_as_v1" else "1.1")
+    task, extra, fragments = "squad/v1.1", [], []
+    if case == "not_squad":
+        (data / "train.json").write_text(json.dumps({"version": "1.1", "data": [{"title": "t"}]}))
+        fragments = ["paragraphs"]
+    elif case == "v2_as_v1":
+        fragments = ["squad/v2.0"]
+    elif case == "stride":
+        extra, fragments = ["--override", "qa.doc_stride=100"], ["doc_stride"]
+    else:
+        extra, fragments = ["--override", "qa.max_query_length=40"], ["max_query_length"]
+    model_dir = tmp_path / "run"
+    result = finetune_cli("--task", task, "--data_dir", str(data), "--init_checkpoint", init_dir,
+                          "--model_dir", str(model_dir), *SQUAD_RUN, *extra)
+    assert_one_line_error(result, *fragments)
+    assert not (model_dir / "checkpoints").exists()

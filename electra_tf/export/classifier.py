@@ -23,9 +23,8 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from electra_tf.export.savedmodel import (DEFAULT_SIGNATURE, EXAMPLES_SIGNATURE, INPUT_NAMES,
-                                          TEXT_SIGNATURE, ExportError, load_text_tokenizer,
-                                          parse_examples, validated_inputs)
+from electra_tf.export.savedmodel import (TEXT_SIGNATURE, ExportError, add_id_endpoints,
+                                          load_text_tokenizer, validated_inputs)
 
 
 def export_classifier(model, export_dir: str, *, task: str, label_names=None,
@@ -51,13 +50,7 @@ def export_classifier(model, export_dir: str, *, task: str, label_names=None,
             return {"predictions": result * (high - low) + low}
         return {"logits": result, "probabilities": tf.nn.softmax(result)}
 
-    archive.add_endpoint(
-        DEFAULT_SIGNATURE, outputs,
-        input_signature=[tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES])
-    if with_examples:
-        archive.add_endpoint(EXAMPLES_SIGNATURE,
-                             lambda examples: outputs(*parse_examples(examples)),
-                             input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+    add_id_endpoints(archive, outputs, with_examples)
     trackable = archive._tf_trackable  # ExportArchive has no public hook for extra objects
     if with_tokenizer:
         text_to_inputs, trackable.vocab_file = _pair_preprocessor(

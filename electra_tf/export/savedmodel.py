@@ -135,6 +135,18 @@ def validated_inputs(input_ids, input_mask, segment_ids, config):
         return tf.identity(input_ids), tf.identity(input_mask), tf.identity(segment_ids)
 
 
+def add_id_endpoints(archive, outputs, with_examples: bool) -> None:
+    """`serving_default` (three int32 [batch, seq] inputs) and, if asked, `serve_examples`
+    (serialized tf.Examples) for `outputs(input_ids, input_mask, segment_ids) -> dict`."""
+    archive.add_endpoint(
+        DEFAULT_SIGNATURE, outputs,
+        input_signature=[tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES])
+    if with_examples:
+        archive.add_endpoint(EXAMPLES_SIGNATURE,
+                             lambda examples: outputs(*parse_examples(examples)),
+                             input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+
+
 def parse_examples(examples):
     """Serialized tf.Examples [batch] -> int32 inputs [batch, longest], padded with 0."""
     features = tf.io.parse_example(

@@ -14,6 +14,7 @@ import dataclasses
 from electra_tf.config import FinetuneConfig, apply_dict, load_config
 from electra_tf.data.classification_data import TaskDataError
 from electra_tf.finetuning import runner, tasks
+from electra_tf.finetuning.question_answering import QA_TASKS, load_squad_task
 from electra_tf.finetuning.source import check_fits, resolve_source, restore_encoder
 from electra_tf.models.classifier import ElectraClassifier
 
@@ -27,23 +28,29 @@ def build_classifier(init_checkpoint: str, num_labels: int = 2, regression: bool
     return model
 
 
-def resolve_config(source=None, config: str = "finetune/small", overrides=()) -> FinetuneConfig:
-    """The recipe with the init checkpoint's model sizes, then overrides; checked to fit it."""
+def resolve_config(source=None, config: str = "finetune/small", overrides=(),
+                   task: str | None = None) -> FinetuneConfig:
+    """The recipe with the init checkpoint's model sizes, then the task's own defaults (as the
+    original: max_seq_length 512 for SQuAD), then overrides; checked to fit the checkpoint."""
     base = FinetuneConfig()
     if source is not None:
         base = apply_dict(base, {"model": dataclasses.asdict(source.model_config)},
                           "the init checkpoint")
-    resolved = load_config(config, overrides=overrides, base=base)
+    resolved = load_config(config, overrides=[*tasks.task_overrides(task), *overrides], base=base)
     if source is not None:
         check_fits(source, resolved.model)
     return resolved
 
 
 def load_task(name: str, *, data_dir=None, use_tfds=False, tfds_data_dir=None, train_file=None,
-              dev_file=None, test_file=None, text_a_column=None, text_b_column=None,
-              label_column=None, labels=None, regression=False, label_range=(0.0, 1.0),
-              with_test=False) -> tasks.TaskData:
-    """A task by name: `glue/<task>` (files or TFDS) or `csv` (your own files)."""
+              dev_file=None, test_file=None, predict_file=None, text_a_column=None,
+              text_b_column=None, label_column=None, labels=None, regression=False,
+              label_range=(0.0, 1.0), with_test=False):
+    """A task by name: `glue/<task>` (files or TFDS), `csv` (your own files) or
+    `squad/v1.1` / `squad/v2.0` (the official JSON files or TFDS)."""
+    if name in QA_TASKS:
+        return load_squad_task(name, train_file=train_file, predict_file=predict_file or dev_file,
+                               data_dir=data_dir, use_tfds=use_tfds, tfds_data_dir=tfds_data_dir)
     if name == "csv":
         return tasks.load_table_task(
             data_dir=data_dir, train_file=train_file, dev_file=dev_file, test_file=test_file,
@@ -64,7 +71,8 @@ def finetune(task: str | tasks.TaskData, *, model_dir: str, init_checkpoint: str
     from `init_checkpoint` (None: from scratch) into `model_dir`; returns the report."""
     source = resolve_source(init_checkpoint) if init_checkpoint else None
     overrides = list(overrides) + ([f"finetune.vocab_file={vocab_file}"] if vocab_file else [])
-    resolved = resolve_config(source, config, overrides)
+    resolved = resolve_config(source, config, overrides,
+                              task if isinstance(task, str) else getattr(task, "name", None))
     if isinstance(task, str):
         task = load_task(task, with_test=do_predict, **task_options)
     return runner.finetune(task, resolved, model_dir, source=source, num_trials=num_trials,

@@ -16,94 +16,54 @@ import math
 import os
 import statistics
 import time
+from typing import Protocol
 
 import keras
-import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from electra_tf.config import FinetuneConfig
-from electra_tf.data.classification_features import featurize, swap_pairs
-from electra_tf.data.tokenization import load_vocabulary, make_tokenizer, special_ids
-from electra_tf.evaluation.metrics import HEADLINE, score
+from electra_tf.finetuning.classification import ClassificationJob, FinetuneError
 from electra_tf.finetuning.source import EncoderSource, restore_encoder
-from electra_tf.finetuning.tasks import TaskData
-from electra_tf.models.classifier import ElectraClassifier
-from electra_tf.models.task_model import INPUT_NAMES
 from electra_tf.training import callbacks, checkpointing
 from electra_tf.training.optimizer import create_optimizer
 
 
-class FinetuneError(ValueError):
-    """A fine-tuning run that cannot start or finish as asked."""
+class TaskJob(Protocol):
+    """One task featurized for a run: what `run_trial` needs, whatever the task kind.
+
+    Implementations: `classification.ClassificationJob`, `question_answering.QAJob`, ...
+    """
+
+    name: str  # "glue/mnli", "squad/v2.0"
+    headline: str  # the dev metric that selects "best" and summarizes trials
+    metric_names: tuple  # training metrics on the progress lines
+    default_epochs: float
+    num_train: int  # training features (windows for SQuAD)
+
+    def build_model(self): ...
+    def train_dataset(self, batch_size: int, seed: int, skip_batches: int = 0): ...
+    def evaluate(self, model, batch_size: int, output_dir: str | None = None
+                 ) -> dict[str, dict[str, float]]: ...  # output_dir: prediction files, if any
+    def card(self) -> dict: ...
+    def export(self, model, export_dir: str, with_tokenizer: bool) -> str: ...
+    def write_predictions(self, model, output_dir: str, batch_size: int) -> dict[str, str]: ...
 
 
-@dataclasses.dataclass
-class Features:
-    """Featurized splits of a task (numpy; see `classification_features.featurize`)."""
-
-    train: dict
-    eval_splits: dict
-    test_splits: dict
+def featurize_task(task, config: FinetuneConfig, vocab_file: str, work_dir: str = "") -> TaskJob:
+    """The task's job: a `TaskData` (classification) or any task object with `make_job`."""
+    if hasattr(task, "make_job"):
+        return task.make_job(config, vocab_file, work_dir)
+    return ClassificationJob(task, config, vocab_file)
 
 
-def featurize_task(task: TaskData, config: FinetuneConfig, vocab_file: str) -> Features:
-    vocabulary = load_vocabulary(vocab_file)
-    if len(vocabulary) > config.model.vocab_size:
-        raise FinetuneError(f"{vocab_file} has {len(vocabulary)} tokens, more than the model's "
-                            f"vocab_size {config.model.vocab_size}: not the model's vocabulary")
-    tokenizer = make_tokenizer(vocabulary, lower_case=config.finetune.lower_case)
-    ids = special_ids(vocabulary, source=vocab_file)
-    run = config.finetune
-
-    def features(examples):
-        return featurize(examples, tokenizer, ids, run.max_seq_length, task.label_space)
-
-    train = list(task.train)
-    if task.double_unordered and run.double_unordered:
-        train += swap_pairs(train)
-    return Features(features(train), {k: features(v) for k, v in task.eval_splits.items()},
-                    {k: features(v) for k, v in task.test_splits.items()})
-
-
-def steps_for(task: TaskData, config: FinetuneConfig, num_train: int) -> tuple[int, int, int]:
+def steps_for(job: TaskJob, config: FinetuneConfig) -> tuple[int, int, int]:
     """(steps per epoch, total steps, warmup steps) as the original: the train set padded to
     a multiple of the batch, times the epochs; warmup a proportion of the total."""
-    epochs = config.finetune.num_train_epochs or task.default_epochs
-    per_epoch = math.ceil(num_train / config.finetune.train_batch_size)
+    epochs = config.finetune.num_train_epochs or job.default_epochs
+    per_epoch = math.ceil(job.num_train / config.finetune.train_batch_size)
     total = max(1, int(per_epoch * epochs))
     return per_epoch, total, int(total * config.finetune.warmup_proportion)
-
-
-def train_dataset(features: dict, batch_size: int, seed: int, skip_batches: int = 0):
-    """Shuffled anew each epoch (a pure function of the seed, so a resumed run skips exactly
-    what was consumed), repeated, static batches."""
-    inputs = {name: features[name] for name in INPUT_NAMES}
-    n = len(features["labels"])
-    return (tf.data.Dataset.from_tensor_slices((inputs, features["labels"]))
-            .shuffle(n, seed=seed, reshuffle_each_iteration=True).repeat()
-            .batch(batch_size, drop_remainder=True).skip(skip_batches)
-            .prefetch(tf.data.AUTOTUNE))
-
-
-def predict(model, features: dict, batch_size: int) -> np.ndarray:
-    """Model outputs for every example; padded to whole batches (static shapes), then trimmed."""
-    n = len(features["labels"])
-    padded = -(-n // batch_size) * batch_size
-    inputs = {name: np.pad(features[name], [(0, padded - n), (0, 0)]) for name in INPUT_NAMES}
-    dataset = tf.data.Dataset.from_tensor_slices(inputs).batch(batch_size, drop_remainder=True)
-    return np.asarray(model.predict(dataset, verbose=0))[:n]
-
-
-def evaluate(model, task: TaskData, features: dict, batch_size: int) -> dict[str, float]:
-    """The task's metrics (x100, as the original reports them) on one featurized split."""
-    outputs = predict(model, features, batch_size)
-    if task.label_space.regression:
-        space = task.label_space
-        return score(task.metric, space.decode_regression(features["labels"]),
-                     space.decode_regression(outputs))
-    return score(task.metric, features["labels"], outputs.argmax(-1),
-                 num_labels=task.label_space.num_labels)
 
 
 class DevEvaluation(keras.callbacks.Callback):
@@ -157,11 +117,10 @@ def _best_and_last(history: list, split: str, headline: str) -> dict:
     return {"best": {"step": best_step, **best}, "last": {"step": last_step, **last}}
 
 
-def run_trial(task: TaskData, features: Features, config: FinetuneConfig, trial_dir: str,
-              seed: int, *, source: EncoderSource | None, strategy, jit_compile: bool,
+def run_trial(job: TaskJob, config: FinetuneConfig, trial_dir: str, seed: int, *,
+              source: EncoderSource | None, strategy, jit_compile: bool,
               preemption: callbacks.Preemption, export: bool = True,
-              with_tokenizer: bool = False, vocab_file: str | None = None,
-              do_predict: bool = False) -> dict:
+              with_tokenizer: bool = False, do_predict: bool = False) -> dict:
     """Trains, evaluates and exports one trial; returns its results (also in results.json).
 
     A finished trial (results.json with status "finished") is not run again.
@@ -172,15 +131,13 @@ def run_trial(task: TaskData, features: Features, config: FinetuneConfig, trial_
         logging.info("%s is finished; keeping its results", trial_dir)
         return previous
     run = config.finetune
-    per_epoch, total, warmup = steps_for(task, config, len(features.train["labels"]))
+    per_epoch, total, warmup = steps_for(job, config)
     optimizer_config = dataclasses.replace(config.optimizer, train_steps=total, warmup_steps=warmup)
     tf.io.gfile.makedirs(trial_dir)
-    write_task_card(trial_dir, task, config)
+    write_task_card(trial_dir, job, config)
     keras.utils.set_random_seed(seed)
     with strategy.scope():
-        model = ElectraClassifier(config.model, task.label_space.num_labels,
-                                  regression=task.label_space.regression, dropout=run.head_dropout,
-                                  loss_reduction=run.loss_reduction)
+        model = job.build_model()
         model.compile(optimizer=create_optimizer(optimizer_config, config.model.num_layers),
                       jit_compile=jit_compile)
         run_checkpoint = checkpointing.RunCheckpoint(
@@ -192,30 +149,28 @@ def run_trial(task: TaskData, features: Features, config: FinetuneConfig, trial_
         restore_encoder(model, source)
         logging.info("encoder initialised from %s", source.checkpoint)
     history = list(previous.get("history", [])) if start else []
-    headline = HEADLINE[task.metric]
-    results = {"task": task.name, "seed": seed, "steps": total, "steps_per_epoch": per_epoch,
-               "warmup_steps": warmup, "train_examples": len(features.train["labels"]),
+    headline = job.headline
+    results = {"task": job.name, "seed": seed, "steps": total, "steps_per_epoch": per_epoch,
+               "warmup_steps": warmup, "train_examples": job.num_train,
                "init_checkpoint": source.checkpoint if source else None, "headline": headline,
                "history": history, "status": "running"}
 
     def evaluate_all():
-        return {split: evaluate(model, task, split_features, run.eval_batch_size)
-                for split, split_features in features.eval_splits.items()}
+        return job.evaluate(model, run.eval_batch_size, os.path.join(trial_dir, "predictions", "dev"))
 
     def save_results():
         _write_json(results_path, results)
 
     guard = callbacks.CheckpointAndGuard(run_checkpoint, run.save_checkpoints_steps, start, preemption)
-    metric_names = ("loss",) if task.label_space.regression else ("loss", "accuracy")
     progress = callbacks.ProgressLogger(total, start, run.log_every_steps, run.train_batch_size,
                                         os.path.join(trial_dir, "tensorboard", "train"),
-                                        metric_names=metric_names)
+                                        metric_names=job.metric_names)
     dev = DevEvaluation(evaluate_all, total, start, run.eval_every_steps or per_epoch,
                         os.path.join(trial_dir, "tensorboard"), history, save_results)
     if start < total:
         logging.info("fine-tuning %s (%s), seed %d: %d steps (%d per epoch, warmup %d), batch %d",
-                     task.name, trial_dir, seed, total, per_epoch, warmup, run.train_batch_size)
-        dataset = train_dataset(features.train, run.train_batch_size, seed, start)
+                     job.name, trial_dir, seed, total, per_epoch, warmup, run.train_batch_size)
+        dataset = job.train_dataset(run.train_batch_size, seed, start)
         model.fit(dataset, steps_per_epoch=total - start, epochs=1, verbose=0, shuffle=False,
                   callbacks=[guard, progress, dev])
     else:
@@ -230,12 +185,17 @@ def run_trial(task: TaskData, features: Features, config: FinetuneConfig, trial_
         return results
     if not history or history[-1]["step"] != total:  # resumed at the end: evaluate once more
         history.append({"step": total, **evaluate_all()})
-    results["dev"] = {split: _best_and_last(history, split, headline) for split in features.eval_splits}
+    results["dev"] = {split: _best_and_last(history, split, headline) for split in history[-1]
+                      if split != "step"}
     if export:
-        results["export"] = _export(model, task, trial_dir, total, config, with_tokenizer, vocab_file)
+        export_dir = os.path.join(trial_dir, "export", str(total))
+        if tf.io.gfile.exists(export_dir):
+            tf.io.gfile.rmtree(export_dir)
+        results["export"] = job.export(model, export_dir, with_tokenizer)
     if do_predict:
-        results["predictions"] = write_predictions(model, task, features, trial_dir,
-                                                   run.eval_batch_size)
+        output_dir = os.path.join(trial_dir, "predictions")
+        tf.io.gfile.makedirs(output_dir)
+        results["predictions"] = job.write_predictions(model, output_dir, run.eval_batch_size)
     results["status"] = "finished"
     save_results()
     return results
@@ -244,17 +204,10 @@ def run_trial(task: TaskData, features: Features, config: FinetuneConfig, trial_
 TASK_CARD = "task.json"
 
 
-def is_pair_task(task: TaskData) -> bool:
-    return any(e.text_b is not None for e in task.train[:100])
-
-
-def write_task_card(trial_dir: str, task: TaskData, config: FinetuneConfig) -> None:
-    """What `export_savedmodel` needs to rebuild and export a fine-tuned checkpoint: the task,
-    its labels (or regression range), whether it reads pairs, and the resolved config."""
-    space = task.label_space
-    _write_json(os.path.join(trial_dir, TASK_CARD), {
-        "task": task.name, "labels": list(space.labels) if space.labels else None,
-        "label_range": list(space.label_range), "pair": is_pair_task(task)})
+def write_task_card(trial_dir: str, job: TaskJob, config: FinetuneConfig) -> None:
+    """What `export_savedmodel` needs to rebuild and export a fine-tuned checkpoint (the task,
+    its labels, ...) and the resolved config."""
+    _write_json(os.path.join(trial_dir, TASK_CARD), job.card())
     with tf.io.gfile.GFile(os.path.join(trial_dir, "config.yaml"), "w") as f:
         f.write(config.to_yaml())
 
@@ -263,51 +216,12 @@ def read_task_card(trial_dir: str) -> dict | None:
     return _read_json(os.path.join(trial_dir, TASK_CARD))
 
 
-def _export(model, task, trial_dir, step, config, with_tokenizer, vocab_file) -> str:
-    from electra_tf.export.classifier import export_classifier
-
-    export_dir = os.path.join(trial_dir, "export", str(step))
-    if tf.io.gfile.exists(export_dir):
-        tf.io.gfile.rmtree(export_dir)
-    space = task.label_space
-    return export_classifier(model, export_dir, task=task.name, label_names=space.labels,
-                             label_range=space.label_range, with_tokenizer=with_tokenizer,
-                             pair=is_pair_task(task), vocab_file=vocab_file,
-                             lower_case=config.finetune.lower_case,
-                             max_seq_length=config.finetune.max_seq_length)
-
-
-def write_predictions(model, task: TaskData, features: Features, trial_dir: str,
-                      batch_size: int) -> dict[str, str]:
-    """Test-set predictions: GLUE submission files for GLUE tasks, else test.tsv (id, label)."""
-    from electra_tf.data import glue
-
-    output_dir = os.path.join(trial_dir, "predictions")
-    tf.io.gfile.makedirs(output_dir)
-    written = {}
-    space = task.label_space
-    for split, examples in task.test_splits.items():
-        outputs = predict(model, features.test_splits[split], batch_size)
-        if space.regression:
-            labels = [float(v) for v in space.decode_regression(outputs)]
-        else:
-            labels = [space.labels[i] for i in outputs.argmax(-1)]
-        if task.glue_task is not None:
-            written[split] = glue.write_submission(task.glue_task, split, examples, labels, output_dir)
-        else:
-            path = os.path.join(output_dir, f"{split}.tsv")
-            with tf.io.gfile.GFile(path, "w") as f:
-                f.write("id\tlabel\n" + "".join(f"{e.guid}\t{label}\n"
-                                                for e, label in zip(examples, labels)))
-            written[split] = path
-    return written
-
-
-def summarize(trials: list[dict], task: TaskData) -> dict:
+def summarize(trials: list[dict], job: TaskJob) -> dict:
     """Per-trial headline values (last evaluation, as the original reports) and their median,
     mean and standard deviation over trials, per dev split."""
-    summary = {"task": task.name, "trials": len(trials), "headline": HEADLINE[task.metric], "dev": {}}
-    for split in task.eval_splits:
+    summary = {"task": job.name, "trials": len(trials), "headline": job.headline, "dev": {}}
+    splits = next((t["dev"] for t in trials if t.get("status") == "finished"), {})
+    for split in splits:
         values = [t["dev"][split]["last"][summary["headline"]] for t in trials
                   if t.get("status") == "finished"]
         if values:
@@ -318,7 +232,7 @@ def summarize(trials: list[dict], task: TaskData) -> dict:
     return summary
 
 
-def finetune(task: TaskData, config: FinetuneConfig, model_dir: str, *,
+def finetune(task, config: FinetuneConfig, model_dir: str, *,
              source: EncoderSource | None = None, num_trials: int = 1, strategy=None,
              jit_compile: bool = False, export: bool = True, with_tokenizer: bool = False,
              do_predict: bool = False, preemption: callbacks.Preemption | None = None) -> dict:
@@ -339,24 +253,24 @@ def finetune(task: TaskData, config: FinetuneConfig, model_dir: str, *,
         config, finetune=dataclasses.replace(config.finetune, vocab_file=vocab_file)).validate()
     strategy = strategy or tf.distribute.get_strategy()
     preemption = preemption or callbacks.Preemption()
-    features = featurize_task(task, config, vocab_file)
-    if len(features.train["labels"]) < config.finetune.train_batch_size:
-        raise FinetuneError(f"{task.name} has {len(features.train['labels'])} training examples, "
-                            f"fewer than one batch of {config.finetune.train_batch_size}")
     tf.io.gfile.makedirs(model_dir)
+    job = featurize_task(task, config, vocab_file, model_dir)
+    if job.num_train < config.finetune.train_batch_size:
+        raise FinetuneError(f"{job.name} has {job.num_train} training examples, "
+                            f"fewer than one batch of {config.finetune.train_batch_size}")
     with tf.io.gfile.GFile(os.path.join(model_dir, "config.yaml"), "w") as f:
         f.write(config.to_yaml())
     trials = []
     for k in range(num_trials):
         trial_dir = model_dir if num_trials == 1 else os.path.join(model_dir, f"trial_{k}")
-        result = run_trial(task, features, config, trial_dir, config.finetune.seed + k,
+        result = run_trial(job, config, trial_dir, config.finetune.seed + k,
                            source=source, strategy=strategy, jit_compile=jit_compile,
                            preemption=preemption, export=export, with_tokenizer=with_tokenizer,
-                           vocab_file=vocab_file, do_predict=do_predict)
+                           do_predict=do_predict)
         trials.append(result)
         if result["status"] != "finished":
             break
-    report = summarize(trials, task)
+    report = summarize(trials, job)
     report.update(seconds=round(time.time() - started, 1), trial_results=trials,
                   status="finished" if all(t["status"] == "finished" for t in trials)
                   and len(trials) == num_trials else "preempted")

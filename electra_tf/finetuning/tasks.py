@@ -34,7 +34,15 @@ class TaskData:
 
 
 def task_names() -> list[str]:
-    return [f"glue/{name}" for name in glue.GLUE_TASKS] + ["csv"]
+    return [f"glue/{name}" for name in glue.GLUE_TASKS] + ["csv", "squad/v1.1", "squad/v2.0"]
+
+
+def task_overrides(name: str | None) -> list[str]:
+    """Config values a task changes from the recipe's, before the user's overrides (the
+    original's per-task settings: SQuAD reads windows of 512 tokens)."""
+    if name and name.startswith("squad/"):
+        return ["finetune.max_seq_length=512"]
+    return []
 
 
 def load_glue_task(name: str, *, data_dir: str | None = None, use_tfds: bool = False,

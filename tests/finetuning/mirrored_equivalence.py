@@ -17,7 +17,8 @@ tf.config.set_logical_device_configuration(
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from electra_tf.finetuning.runner import featurize_task, train_dataset  # noqa: E402
+from electra_tf.finetuning.classification import train_dataset  # noqa: E402
+from electra_tf.finetuning.runner import featurize_task  # noqa: E402
 from electra_tf.models.classifier import ElectraClassifier  # noqa: E402
 from electra_tf.training.optimizer import create_optimizer  # noqa: E402
 from tests.finetuning.helpers import pair_task, tiny_config, write_vocab  # noqa: E402

@@ -76,13 +76,13 @@ def test_preempted_trial_resumes_to_the_same_weights(vocab, tmp_path):
     features = featurize_task(task, config, vocab)
     common = dict(source=None, strategy=tf.distribute.get_strategy(), jit_compile=False,
                   export=False)
-    whole = run_trial(task, features, config, str(tmp_path / "whole"), 7,
+    whole = run_trial(features, config, str(tmp_path / "whole"), 7,
                       preemption=PreemptAfter(10 ** 6), **common)
-    first = run_trial(task, features, config, str(tmp_path / "split"), 7,
+    first = run_trial(features, config, str(tmp_path / "split"), 7,
                       preemption=PreemptAfter(4), **common)
     assert first["status"] == "preempted"
     assert tf.train.latest_checkpoint(str(tmp_path / "split" / "checkpoints")).endswith("-5")
-    second = run_trial(task, features, config, str(tmp_path / "split"), 7,
+    second = run_trial(features, config, str(tmp_path / "split"), 7,
                        preemption=PreemptAfter(10 ** 6), **common)
     assert whole["status"] == second["status"] == "finished"
     a = tf.train.load_checkpoint(str(tmp_path / "whole" / "checkpoints"))

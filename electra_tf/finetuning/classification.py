@@ -1,0 +1,155 @@
+"""The classification / regression job of a fine-tuning run (GLUE, csv): features in memory,
+the original's [CLS] head, GLUE metrics, the classifier SavedModel and GLUE submission files.
+
+A job is what `runner.run_trial` drives; every task kind provides one (see `runner.TaskJob`).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.config import FinetuneConfig
+from electra_tf.data.classification_features import featurize, swap_pairs
+from electra_tf.data.tokenization import load_vocabulary, make_tokenizer, special_ids
+from electra_tf.evaluation.metrics import HEADLINE, score
+from electra_tf.models.classifier import ElectraClassifier
+from electra_tf.models.task_model import INPUT_NAMES
+
+
+class FinetuneError(ValueError):
+    """A fine-tuning run that cannot start or finish as asked."""
+
+
+def check_vocabulary(vocab_file: str, config: FinetuneConfig) -> list[str]:
+    vocabulary = load_vocabulary(vocab_file)
+    if len(vocabulary) > config.model.vocab_size:
+        raise FinetuneError(f"{vocab_file} has {len(vocabulary)} tokens, more than the model's "
+                            f"vocab_size {config.model.vocab_size}: not the model's vocabulary")
+    return vocabulary
+
+
+def batched_inputs(features: dict, batch_size: int) -> tuple[tf.data.Dataset, int]:
+    """The int inputs of every row, padded to whole batches (static shapes); (dataset, rows)."""
+    n = len(features["input_ids"])
+    padded = -(-n // batch_size) * batch_size
+    inputs = {name: np.pad(features[name], [(0, padded - n), (0, 0)]) for name in INPUT_NAMES}
+    return tf.data.Dataset.from_tensor_slices(inputs).batch(batch_size, drop_remainder=True), n
+
+
+def shuffled_batches(dataset: tf.data.Dataset, buffer: int, batch_size: int, seed: int,
+                     skip_batches: int = 0) -> tf.data.Dataset:
+    """Shuffled anew each epoch (a pure function of the seed, so a resumed run skips exactly
+    what was consumed), repeated, static batches."""
+    return (dataset.shuffle(buffer, seed=seed, reshuffle_each_iteration=True).repeat()
+            .batch(batch_size, drop_remainder=True).skip(skip_batches)
+            .prefetch(tf.data.AUTOTUNE))
+
+
+def train_dataset(features: dict, batch_size: int, seed: int, skip_batches: int = 0):
+    inputs = {name: features[name] for name in INPUT_NAMES}
+    n = len(features["labels"])
+    return shuffled_batches(tf.data.Dataset.from_tensor_slices((inputs, features["labels"])), n,
+                            batch_size, seed, skip_batches)
+
+
+def predict(model, features: dict, batch_size: int) -> np.ndarray:
+    """Model outputs for every example; padded to whole batches, then trimmed."""
+    dataset, n = batched_inputs(features, batch_size)
+    return np.asarray(model.predict(dataset, verbose=0))[:n]
+
+
+class ClassificationJob:
+    """A `TaskData` (examples) featurized in memory, with everything a trial needs."""
+
+    def __init__(self, task, config: FinetuneConfig, vocab_file: str):
+        vocabulary = check_vocabulary(vocab_file, config)
+        tokenizer = make_tokenizer(vocabulary, lower_case=config.finetune.lower_case)
+        ids = special_ids(vocabulary, source=vocab_file)
+        run = config.finetune
+
+        def features(examples):
+            return featurize(examples, tokenizer, ids, run.max_seq_length, task.label_space)
+
+        train = list(task.train)
+        if task.double_unordered and run.double_unordered:
+            train += swap_pairs(train)
+        self.task, self.config, self.vocab_file = task, config, vocab_file
+        self.train = features(train)
+        self.eval_splits = {k: features(v) for k, v in task.eval_splits.items()}
+        self.test_splits = {k: features(v) for k, v in task.test_splits.items()}
+        self.name = task.name
+        self.headline = HEADLINE[task.metric]
+        self.default_epochs = task.default_epochs
+        self.num_train = len(self.train["labels"])
+        regression = task.label_space.regression
+        self.metric_names = ("loss",) if regression else ("loss", "accuracy")
+
+    def build_model(self):
+        run, space = self.config.finetune, self.task.label_space
+        return ElectraClassifier(self.config.model, space.num_labels, regression=space.regression,
+                                 dropout=run.head_dropout, loss_reduction=run.loss_reduction)
+
+    def train_dataset(self, batch_size: int, seed: int, skip_batches: int = 0):
+        return train_dataset(self.train, batch_size, seed, skip_batches)
+
+    def evaluate(self, model, batch_size: int, output_dir: str | None = None
+                 ) -> dict[str, dict[str, float]]:
+        """The task's metrics (x100, as the original reports them) on every dev split
+        (GLUE dev predictions are not written: `output_dir` is unused)."""
+        results = {}
+        space = self.task.label_space
+        for split, features in self.eval_splits.items():
+            outputs = predict(model, features, batch_size)
+            if space.regression:
+                results[split] = score(self.task.metric, space.decode_regression(features["labels"]),
+                                       space.decode_regression(outputs))
+            else:
+                results[split] = score(self.task.metric, features["labels"], outputs.argmax(-1),
+                                       num_labels=space.num_labels)
+        return results
+
+    def is_pair(self) -> bool:
+        return any(e.text_b is not None for e in self.task.train[:100])
+
+    def card(self) -> dict:
+        """task.json: what `export_savedmodel` needs to rebuild and export the checkpoint."""
+        space = self.task.label_space
+        return {"task": self.name, "kind": "classification",
+                "labels": list(space.labels) if space.labels else None,
+                "label_range": list(space.label_range), "pair": self.is_pair()}
+
+    def export(self, model, export_dir: str, with_tokenizer: bool) -> str:
+        from electra_tf.export.classifier import export_classifier
+
+        space = self.task.label_space
+        return export_classifier(model, export_dir, task=self.name, label_names=space.labels,
+                                 label_range=space.label_range, with_tokenizer=with_tokenizer,
+                                 pair=self.is_pair(), vocab_file=self.vocab_file,
+                                 lower_case=self.config.finetune.lower_case,
+                                 max_seq_length=self.config.finetune.max_seq_length)
+
+    def write_predictions(self, model, output_dir: str, batch_size: int) -> dict[str, str]:
+        """Test-set predictions: GLUE submission files for GLUE tasks, else test.tsv (id, label)."""
+        from electra_tf.data import glue
+
+        written = {}
+        space, task = self.task.label_space, self.task
+        for split, examples in task.test_splits.items():
+            outputs = predict(model, self.test_splits[split], batch_size)
+            if space.regression:
+                labels = [float(v) for v in space.decode_regression(outputs)]
+            else:
+                labels = [space.labels[i] for i in outputs.argmax(-1)]
+            if task.glue_task is not None:
+                written[split] = glue.write_submission(task.glue_task, split, examples, labels,
+                                                       output_dir)
+            else:
+                path = os.path.join(output_dir, f"{split}.tsv")
+                with tf.io.gfile.GFile(path, "w") as f:
+                    f.write("id\tlabel\n" + "".join(f"{e.guid}\t{label}\n"
+                                                    for e, label in zip(examples, labels)))
+                written[split] = path
+        return written

@@ -1,0 +1,156 @@
+"""SQuAD fine-tuning end to end on a learnable synthetic task (official JSON files written here):
+v1.1 learns to extract the answer, v2.0 learns to tell unanswerable questions; the prediction
+files; the SavedModel's beam and serve_text against the Keras model and the Python path."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf.finetuning import runner
+from electra_tf.finetuning.question_answering import answer, load_squad_task
+from electra_tf.models.question_answerer import BEAM_OUTPUTS
+from tests.finetuning.helpers import write_vocab
+from tests.finetuning.squad_helpers import qa_config, write_squad
+from electra_tf.export.question_answerer import export_question_answerer
+from tests.test_export import BLOCK_NON_TF_IMPORTS, forbidden_ops, savedmodel_ops
+
+
+@pytest.fixture(scope="module")
+def v11_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("squad11")
+    vocab = write_vocab(root / "vocab.txt")
+    task = load_squad_task("squad/v1.1", data_dir=write_squad(root / "data", 400, 100, "1.1"))
+    config = qa_config(vocab)
+    report = runner.finetune(task, config, str(root / "run"), with_tokenizer=True)
+    return root, vocab, config, report
+
+
+def test_v11_synthetic_task_reaches_exact_match_90(v11_run):
+    root, _, _, report = v11_run
+    trial = report["trial_results"][0]
+    assert trial["status"] == "finished"
+    last = trial["dev"]["dev"]["last"]
+    assert last["exact_match"] >= 90.0, trial["history"]
+    assert last["f1"] >= 95.0
+    # the window count shows contexts longer than one window were split
+    assert trial["train_examples"] > 400
+
+
+def test_v11_prediction_files_have_the_official_layout(v11_run):
+    root = v11_run[0]
+    directory = root / "run" / "predictions" / "dev"
+    predictions = json.loads((directory / "predictions.json").read_text())
+    nbest = json.loads((directory / "nbest_predictions.json").read_text())
+    assert not (directory / "null_odds.json").exists()  # v1.1
+    assert len(predictions) == 100 and set(nbest) == set(predictions)
+    entries = nbest[next(iter(nbest))]
+    assert entries[0]["text"] == predictions[next(iter(nbest))]
+    assert set(entries[0]) == {"text", "probability", "start_log_prob", "end_log_prob"}
+    assert sum(e["probability"] for e in entries) == pytest.approx(1.0)
+    # and the evaluation command agrees with the run's own scores
+    result = subprocess.run(
+        [sys.executable, "-m", "electra_tf.evaluate_squad", f"--data_file={root / 'data' / 'dev.json'}",
+         f"--predictions_file={directory / 'predictions.json'}"], capture_output=True, text=True,
+        timeout=120)
+    assert json.loads(result.stdout)["exact_match"] == pytest.approx(
+        v11_run[3]["trial_results"][0]["dev"]["dev"]["last"]["exact_match"])
+
+
+def test_v20_learns_to_tell_unanswerable_questions(tmp_path):
+    vocab = write_vocab(tmp_path / "vocab.txt")
+    task = load_squad_task("squad/v2.0", data_dir=write_squad(tmp_path / "data", 400, 100, "v2.0"))
+    report = runner.finetune(task, qa_config(vocab, "finetune.num_train_epochs=6"),
+                             str(tmp_path / "run"), export=False)
+    last = report["trial_results"][0]["dev"]["dev"]["last"]
+    assert {"exact", "f1", "HasAns_exact", "NoAns_exact", "best_exact", "best_f1_thresh"} <= set(last)
+    null_odds = json.loads((tmp_path / "run" / "predictions" / "dev" / "null_odds.json").read_text())
+    dev = json.loads((tmp_path / "data" / "dev.json").read_text())
+    truth = {p["qas"][0]["id"]: p["qas"][0]["is_impossible"] for p in dev["data"][0]["paragraphs"]}
+    # the answerability logit separates the two kinds: accuracy at its natural threshold 0
+    accuracy = np.mean([(null_odds[q] > 0) == impossible for q, impossible in truth.items()])
+    assert accuracy >= 0.8, (accuracy, last)
+    assert last["best_exact"] >= 80.0
+    assert (tmp_path / "run" / "predictions" / "dev" / "predictions_at_threshold.json").exists()
+
+
+SERVE = BLOCK_NON_TF_IMPORTS + textwrap.dedent("""
+    import numpy as np
+    import tensorflow as tf
+
+    export_dir, inputs_path, outputs_path = sys.argv[1:4]
+    data = np.load(inputs_path)
+    loaded = tf.saved_model.load(export_dir)
+    out = loaded.signatures["serving_default"](
+        **{name: tf.constant(data[name]) for name in ("input_ids", "input_mask", "segment_ids")})
+    blocked = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
+    np.savez(outputs_path, loaded=np.array(blocked + ["-"]), task=np.array(loaded.task.numpy().decode()),
+             **{k: v.numpy() for k, v in out.items()})
+""")
+
+
+def _trained_model(root, config):
+    from electra_tf.models.question_answerer import ElectraQuestionAnswerer
+    from electra_tf.training.checkpointing import restore_weights
+
+    qa = ElectraQuestionAnswerer(config.model, beam_size=config.qa.beam_size)
+    restore_weights(qa, tf.train.latest_checkpoint(str(root / "run" / "checkpoints")))
+    return qa
+
+
+def test_exported_beam_equals_keras_in_a_tensorflow_only_process(v11_run, tmp_path):
+    root, _, config, report = v11_run
+    model = _trained_model(root, config)
+    # the run's export has serve_text (tensorflow-text ops); the server-side one has not
+    export_dir = export_question_answerer(model, str(tmp_path / "export"), task="squad/v1.1")
+    assert forbidden_ops(savedmodel_ops(export_dir)) == []
+    rng = np.random.default_rng(0)
+    ids = rng.integers(5, 45, (3, 40)).astype(np.int32)
+    mask = np.ones_like(ids)
+    mask[1, 30:] = 0
+    segments = np.zeros_like(ids)
+    segments[:, 6:] = 1
+    segments *= mask
+    ids *= mask
+    np.savez(tmp_path / "inputs.npz", input_ids=ids, input_mask=mask, segment_ids=segments)
+    (tmp_path / "serve.py").write_text(SERVE)
+    result = subprocess.run(
+        [sys.executable, str(tmp_path / "serve.py"), export_dir, str(tmp_path / "inputs.npz"),
+         str(tmp_path / "out.npz")], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=""))
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = np.load(tmp_path / "out.npz")
+    assert list(out["loaded"]) == ["-"] and str(out["task"]) == "squad/v1.1"
+    expected = model({"input_ids": ids, "input_mask": mask, "segment_ids": segments})
+    for name in BEAM_OUTPUTS:
+        if name.endswith("index"):
+            np.testing.assert_array_equal(out[name], expected[name])
+        else:
+            np.testing.assert_allclose(out[name], expected[name], atol=1e-4)
+    assert out["end_top_index"].shape == (3, 8, 8)
+
+
+def test_serve_text_answers_as_the_python_path_on_single_window_inputs(v11_run):
+    root, vocab, config, report = v11_run
+    model = _trained_model(root, config)
+    loaded = tf.saved_model.load(report["trial_results"][0]["export"])
+    dev = json.loads((root / "data" / "dev.json").read_text())
+    paragraphs = [p for p in dev["data"][0]["paragraphs"] if len(p["context"].split()) < 35][:12]
+    questions = [p["qas"][0]["question"] for p in paragraphs]
+    contexts = [p["context"] for p in paragraphs]
+    served = loaded.signatures["serve_text"](question=tf.constant(questions),
+                                             context=tf.constant(contexts))
+    python = answer(model, vocab, questions, contexts, max_seq_length=48, max_query_length=4,
+                    doc_stride=16, max_answer_length=30)
+    served_answers = [a.decode() for a in served["answer"].numpy()]
+    assert served_answers == [p["answer"] for p in python]
+    np.testing.assert_allclose(served["score"], [p["score"] for p in python], atol=1e-4)
+    np.testing.assert_allclose(served["answerable_logit"],
+                               [p["answerable_logit"] for p in python], atol=1e-4)
+    for text, context in zip(served_answers, contexts):
+        assert text and text in context
