@@ -62,10 +62,9 @@ class ModelConfig:
         )
 
     def validate(self) -> None:
-        for name in ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads",
-                     "intermediate_size", "max_position_embeddings", "type_vocab_size"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"model.{name} must be positive, got {getattr(self, name)}")
+        require_positive(self, "model", (
+            "vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads",
+            "intermediate_size", "max_position_embeddings", "type_vocab_size"))
         if self.hidden_size % self.num_heads:
             raise ConfigError(f"model.hidden_size {self.hidden_size} is not divisible by "
                               f"model.num_heads {self.num_heads}")
@@ -144,13 +143,30 @@ class RunConfig:
     eval_batches: int = 8  # held-out batches of train_batch_size per evaluation
 
     def validate(self) -> None:
-        for name in ("max_seq_length", "train_batch_size", "shuffle_buffer",
-                     "save_checkpoints_steps", "keep_checkpoint_max", "log_every_steps",
-                     "steps_per_execution", "eval_batches"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"run.{name} must be positive, got {getattr(self, name)}")
+        require_positive(self, "run", (
+            "max_seq_length", "train_batch_size", "shuffle_buffer", "save_checkpoints_steps",
+            "keep_checkpoint_max", "log_every_steps", "steps_per_execution", "eval_batches"))
         if self.eval_every_steps < 0:
             raise ConfigError(f"run.eval_every_steps must be >= 0, got {self.eval_every_steps}")
+
+
+def require_positive(section, prefix: str, names) -> None:
+    """ConfigError naming the first of `names` (fields of `section`) that is below 1."""
+    for name in names:
+        if getattr(section, name) < 1:
+            raise ConfigError(f"{prefix}.{name} must be positive, got {getattr(section, name)}")
+
+
+def validate_sections(config, sequence_section: str):
+    """Validates every section, then that `<sequence_section>.max_seq_length` fits the model's
+    position table; returns `config`."""
+    for section in dataclasses.fields(config):
+        getattr(config, section.name).validate()
+    max_seq_length = getattr(config, sequence_section).max_seq_length
+    if max_seq_length > config.model.max_position_embeddings:
+        raise ConfigError(f"{sequence_section}.max_seq_length {max_seq_length} is above "
+                          f"model.max_position_embeddings {config.model.max_position_embeddings}")
+    return config
 
 
 @dataclasses.dataclass
@@ -163,12 +179,7 @@ class ElectraConfig:
     run: RunConfig = dataclasses.field(default_factory=RunConfig)
 
     def validate(self) -> "ElectraConfig":
-        for section in dataclasses.fields(self):
-            getattr(self, section.name).validate()
-        if self.run.max_seq_length > self.model.max_position_embeddings:
-            raise ConfigError(f"run.max_seq_length {self.run.max_seq_length} is above "
-                              f"model.max_position_embeddings {self.model.max_position_embeddings}")
-        return self
+        return validate_sections(self, "run")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -202,10 +213,9 @@ class FinetuneRunConfig:
     lower_case: bool = True
 
     def validate(self) -> None:
-        for name in ("max_seq_length", "train_batch_size", "eval_batch_size", "log_every_steps",
-                     "save_checkpoints_steps", "keep_checkpoint_max"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"finetune.{name} must be positive, got {getattr(self, name)}")
+        require_positive(self, "finetune", (
+            "max_seq_length", "train_batch_size", "eval_batch_size", "log_every_steps",
+            "save_checkpoints_steps", "keep_checkpoint_max"))
         if self.max_seq_length < 3:
             raise ConfigError("finetune.max_seq_length must be at least 3 ([CLS] a [SEP])")
         if self.num_train_epochs is not None and self.num_train_epochs <= 0:
@@ -235,10 +245,9 @@ class QAConfig:
     predict_chunk_examples: int = 2000  # examples featurized, predicted and decoded at a time
 
     def validate(self) -> None:
-        for name in ("doc_stride", "max_query_length", "n_best_size", "max_answer_length",
-                     "beam_size", "featurize_workers", "predict_chunk_examples"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"qa.{name} must be positive, got {getattr(self, name)}")
+        require_positive(self, "qa", (
+            "doc_stride", "max_query_length", "n_best_size", "max_answer_length", "beam_size",
+            "featurize_workers", "predict_chunk_examples"))
         if self.head not in ("joint", "independent"):
             raise ConfigError(f"qa.head must be joint or independent, got {self.head!r}")
         if self.answerable_weight < 0:
@@ -260,13 +269,7 @@ class FinetuneConfig:
     qa: QAConfig = dataclasses.field(default_factory=QAConfig)
 
     def validate(self) -> "FinetuneConfig":
-        for section in dataclasses.fields(self):
-            getattr(self, section.name).validate()
-        if self.finetune.max_seq_length > self.model.max_position_embeddings:
-            raise ConfigError(f"finetune.max_seq_length {self.finetune.max_seq_length} is above "
-                              f"the model's position table (model.max_position_embeddings "
-                              f"{self.model.max_position_embeddings})")
-        return self
+        return validate_sections(self, "finetune")
 
     to_dict = ElectraConfig.to_dict
     to_yaml = ElectraConfig.to_yaml
