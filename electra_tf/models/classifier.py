@@ -6,12 +6,9 @@ cross-entropy over the labels, or for regression one unit and squared error agai
 scaled to [0, 1] (STS-B: label / 5).
 """
 
-import dataclasses
-
 import keras
 import tensorflow as tf
 
-from electra_tf.config import ModelConfig
 from electra_tf.models.task_model import TASK_HEAD_SCOPE, TaskModel
 
 
@@ -76,12 +73,6 @@ class ElectraClassifier(TaskModel):
             correct = tf.equal(tf.argmax(outputs, -1, output_type=tf.int32), tf.cast(labels, tf.int32))
             self.accuracy.update_state(tf.cast(correct, tf.float32), sample_weight=sample_weight)
 
-    def get_config(self):
-        return {"model_config": dataclasses.asdict(self.model_config), "num_labels": self.num_labels,
-                "regression": self.regression, "dropout": self.dropout,
-                "loss_reduction": self.loss_reduction, "name": self.name}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        return cls(ModelConfig(**config.pop("model_config")), **config)
+    def task_config(self):
+        return {"num_labels": self.num_labels, "regression": self.regression,
+                "dropout": self.dropout}

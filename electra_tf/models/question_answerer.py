@@ -10,12 +10,9 @@ windows without the answer and for unanswerable questions) and `is_impossible` (
 The loss is the head's per-example loss, summed over the batch as the original (or averaged).
 """
 
-import dataclasses
-
 import keras
 import tensorflow as tf
 
-from electra_tf.config import ModelConfig
 from electra_tf.models.span_heads import SPAN_HEADS
 from electra_tf.models.task_model import TASK_HEAD_SCOPE, TaskModel
 
@@ -61,12 +58,6 @@ class ElectraQuestionAnswerer(TaskModel):
         correct = tf.cast(tf.equal(predicted, tf.cast(labels["start_positions"], tf.int32)), tf.float32)
         self.start_accuracy.update_state(correct, sample_weight=sample_weight)
 
-    def get_config(self):
-        return {"model_config": dataclasses.asdict(self.model_config), "head": self.head_type,
-                "beam_size": self.beam_size, "answerable_weight": self.answerable_weight,
-                "loss_reduction": self.loss_reduction, "name": self.name}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        return cls(ModelConfig(**config.pop("model_config")), **config)
+    def task_config(self):
+        return {"head": self.head_type, "beam_size": self.beam_size,
+                "answerable_weight": self.answerable_weight}

@@ -7,12 +7,9 @@ original gathers the tagged positions before the dense layer; here every positio
 and the mask picks the tagged ones, which gives the same loss.
 """
 
-import dataclasses
-
 import keras
 import tensorflow as tf
 
-from electra_tf.config import ModelConfig
 from electra_tf.models.task_model import TASK_HEAD_SCOPE, TaskModel
 
 
@@ -76,11 +73,5 @@ class ElectraTagger(TaskModel):
         weight = tf.cast(labels["tag_mask"], tf.float32) * sample_weight[:, None]
         self.accuracy.update_state(correct, sample_weight=weight)
 
-    def get_config(self):
-        return {"model_config": dataclasses.asdict(self.model_config), "num_tags": self.num_tags,
-                "loss_reduction": self.loss_reduction, "name": self.name}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        return cls(ModelConfig(**config.pop("model_config")), **config)
+    def task_config(self):
+        return {"num_tags": self.num_tags}

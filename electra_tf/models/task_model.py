@@ -7,6 +7,8 @@ add up to the one-device gradient and the optimizer clips the summed gradient (s
 `electra_tf.training.optimizer`).
 """
 
+import dataclasses
+
 import keras
 import tensorflow as tf
 
@@ -97,6 +99,19 @@ class TaskModel(ReplicatedModel):
         self.loss_tracker.update_state(mean_loss)
         self.update_task_metrics(labels, outputs, sample_weight)
         return self.logged({m.name: m.result() for m in self.metrics})
+
+    def task_config(self) -> dict:
+        """The subclass's own constructor arguments, for `get_config`."""
+        return {}
+
+    def get_config(self):
+        return {"model_config": dataclasses.asdict(self.model_config), **self.task_config(),
+                "loss_reduction": self.loss_reduction, "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(ModelConfig(**config.pop("model_config")), **config)
 
     def build_layers(self, head):
         """Creates every variable now (`fit` refuses a subclassed model with unbuilt sublayers),

@@ -173,3 +173,11 @@ def test_question_answerer_outputs_the_beam_and_trains_with_fit():
     losses = history.history["loss"]
     assert losses[-1] < losses[0]
     assert model(inputs)["start_top_index"].numpy()[:, 0].tolist() == [7] * 8
+
+
+def test_question_answerer_config_round_trip():
+    model = ElectraQuestionAnswerer(TINY, head="independent", beam_size=4, answerable_weight=0.25,
+                                    loss_reduction="mean")
+    clone = ElectraQuestionAnswerer.from_config(model.get_config())
+    assert clone.get_config() == model.get_config()
+    assert isinstance(clone.head, IndependentSpanHead) and clone.head.answerable_weight == 0.25
