@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import hashlib
 import json
 import os
 
@@ -53,7 +54,7 @@ class SquadTask:
     def directory_name(self) -> str:
         return self.name.replace("/", "_").replace(".", "")
 
-    def make_job(self, config: FinetuneConfig, vocab_file: str, work_dir: str) -> "QAJob":
+    def make_job(self, config: FinetuneConfig, vocab_file: str, work_dir: str = "") -> "QAJob":
         return QAJob(self, config, vocab_file, work_dir)
 
 
@@ -97,8 +98,7 @@ def predict_examples(model, examples, featurizer: QAFeaturizer, batch_size: int,
     first = 0  # the example index of the chunk's first example
     for chunk, features in featurize_in_chunks(examples, featurizer, chunk_examples):
         arrays = {name: np.stack([getattr(f, name) for f in features]) for name in INPUT_NAMES}
-        dataset, n = batched_inputs(arrays, batch_size)
-        outputs = model.predict(dataset, verbose=0)
+        outputs = model.predict(batched_inputs(arrays, batch_size)[0], verbose=0)
         results = {f.unique_id: RawResult(f.unique_id, *(np.asarray(outputs[name][i])
                                                          for name in BEAM_OUTPUTS))
                    for i, f in enumerate(features)}
@@ -113,6 +113,16 @@ def predict_examples(model, examples, featurizer: QAFeaturizer, batch_size: int,
             null_odds[example.qas_id] = odds
         first += len(chunk)
     return predictions, nbest, null_odds
+
+
+def _fingerprint(examples) -> str:
+    """A digest of everything featurization reads from the examples (a rerun on changed data
+    must not reuse the old windows)."""
+    digest = hashlib.sha256()
+    for e in examples:
+        digest.update(repr((e.qas_id, e.question_text, e.doc_tokens, e.orig_answer_text,
+                            e.start_word, e.end_word, e.is_impossible)).encode())
+    return f"{len(examples)}:{digest.hexdigest()}"
 
 
 class QAJob:
@@ -140,7 +150,7 @@ class QAJob:
         directory = os.path.join(work_dir or ".", "features")
         path = os.path.join(directory, "train.tfrecord")
         settings = {**self.featurizer_args, "task": self.task.name,
-                    "examples": len(self.task.train), "seed": self.config.finetune.seed}
+                    "examples": _fingerprint(self.task.train), "seed": self.config.finetune.seed}
         card_path = path + ".json"
         if tf.io.gfile.exists(card_path) and tf.io.gfile.exists(path):
             with tf.io.gfile.GFile(card_path) as f:

@@ -23,7 +23,7 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf.config import FinetuneConfig
-from electra_tf.finetuning.classification import ClassificationJob, FinetuneError
+from electra_tf.finetuning.classification import FinetuneError
 from electra_tf.finetuning.source import EncoderSource, restore_encoder
 from electra_tf.training import callbacks, checkpointing
 from electra_tf.training.optimizer import create_optimizer
@@ -51,10 +51,9 @@ class TaskJob(Protocol):
 
 
 def featurize_task(task, config: FinetuneConfig, vocab_file: str, work_dir: str = "") -> TaskJob:
-    """The task's job: a `TaskData` (classification) or any task object with `make_job`."""
-    if hasattr(task, "make_job"):
-        return task.make_job(config, vocab_file, work_dir)
-    return ClassificationJob(task, config, vocab_file)
+    """The task's job (`TaskData`, `SquadTask`, ...: every task type has `make_job`); SQuAD
+    writes its training windows under `work_dir`."""
+    return task.make_job(config, vocab_file, work_dir)
 
 
 def steps_for(job: TaskJob, config: FinetuneConfig) -> tuple[int, int, int]:

@@ -32,6 +32,12 @@ class TaskData:
     def directory_name(self) -> str:
         return self.name.replace("/", "_")
 
+    def make_job(self, config, vocab_file: str, work_dir: str = ""):
+        """The examples featurized in memory for a run (`work_dir` unused)."""
+        from electra_tf.finetuning.classification import ClassificationJob
+
+        return ClassificationJob(self, config, vocab_file)
+
 
 def task_names() -> list[str]:
     return [f"glue/{name}" for name in glue.GLUE_TASKS] + ["csv", "squad/v1.1", "squad/v2.0"]

@@ -2,6 +2,7 @@
 v1.1 learns to extract the answer, v2.0 learns to tell unanswerable questions; the prediction
 files; the SavedModel's beam and serve_text against the Keras model and the Python path."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -154,3 +155,22 @@ def test_serve_text_answers_as_the_python_path_on_single_window_inputs(v11_run):
                                [p["answerable_logit"] for p in python], atol=1e-4)
     for text, context in zip(served_answers, contexts):
         assert text and text in context
+
+
+def test_training_windows_are_reused_only_for_the_same_data_and_settings(tmp_path):
+    vocab = write_vocab(tmp_path / "vocab.txt")
+    data = write_squad(tmp_path / "data", 40, 10, "1.1")
+    task = load_squad_task("squad/v1.1", data_dir=data)
+    config = qa_config(vocab)
+    first = task.make_job(config, vocab, str(tmp_path / "run"))
+    record = tmp_path / "run" / "features" / "train.tfrecord"  # rewritten = a new inode (rename)
+    written = record.stat().st_ino
+    assert task.make_job(config, vocab, str(tmp_path / "run")).num_train == first.num_train
+    assert record.stat().st_ino == written  # reused
+    changed = dataclasses.replace(task, train=task.train[:-1] + [
+        dataclasses.replace(task.train[-1], question_text="alpha2 alpha1")])
+    changed.make_job(config, vocab, str(tmp_path / "run"))
+    assert record.stat().st_ino != written  # same count, different data: rewritten
+    written = record.stat().st_ino
+    task.make_job(qa_config(vocab, "qa.doc_stride=8"), vocab, str(tmp_path / "run"))
+    assert record.stat().st_ino != written  # other settings: rewritten
