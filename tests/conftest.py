@@ -2,6 +2,7 @@
 
 import importlib
 import os
+import socket
 
 import pytest
 
@@ -22,3 +23,12 @@ def require(module_name):
         if os.environ.get("CI"):
             pytest.fail(f"{module_name} is required in CI (pip install -r requirements-dev.txt)")
         pytest.skip(f"{module_name} is not installed")
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any connection attempt fails (TFDS mock tests must never download)."""
+    def refuse(*args, **kwargs):
+        raise OSError("tests must not touch the network")
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)

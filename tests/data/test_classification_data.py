@@ -8,7 +8,6 @@ quoting and trailing spaces that must be kept.
 import dataclasses
 import logging
 import os
-import socket
 
 import numpy as np
 import pytest
@@ -549,14 +548,6 @@ def test_submission_errors(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 # TFDS (mocked: no download, no network)
-
-
-@pytest.fixture
-def no_network(monkeypatch):
-    def refuse(*args, **kwargs):
-        raise OSError("tests must not touch the network")
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
 
 
 @pytest.mark.parametrize("task_name, split", [("cola", "dev"), ("stsb", "train"),

@@ -1,7 +1,6 @@
 """Reading SQuAD v1.1 / v2.0 JSON, MRQA JSON Lines and TFDS squad as the original reads them."""
 
 import json
-import socket
 
 import numpy as np
 import pytest
@@ -184,14 +183,6 @@ def test_mrqa_jsonl(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 # TFDS (mocked: no download, no network)
-
-
-@pytest.fixture
-def no_network(monkeypatch):
-    def refuse(*args, **kwargs):
-        raise OSError("tests must not touch the network")
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
 
 
 def test_tfds_random_mock_has_the_expected_features(no_network):

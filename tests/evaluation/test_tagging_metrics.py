@@ -8,6 +8,7 @@ from electra_tf.data.tagging import spans_to_tags
 from electra_tf.evaluation.tagging_metrics import (sentence_spans, span_scores, tagging_scores,
                                                    token_accuracy)
 from tests.conftest import require
+from tests.data.test_tagging import random_spans
 
 GOLD = [["B-PER", "I-PER", "O", "B-LOC"], ["B-ORG", "O"]]
 PREDICTED = [["B-PER", "I-PER", "O", "B-ORG"], ["B-ORG", "B-MISC"]]
@@ -69,18 +70,6 @@ def test_conlleval_rule_agrees_with_seqeval_on_any_tag_sequences():
         predicted = [random_tags(rng, n) for n in lengths]
         ours = tagging_scores(gold, predicted, rule="conlleval")
         assert ours == pytest.approx(seqeval_scores(gold, predicted)), (gold, predicted)
-
-
-def random_spans(rng, length):
-    spans, i = [], 0
-    while i < length:
-        if rng.random() < 0.5:
-            end = min(length - 1, i + rng.randint(0, 3))
-            spans.append((i, end, rng.choice("AB")))
-            i = end + 1
-        else:
-            i += 1
-    return spans
 
 
 @pytest.mark.parametrize("encoding", ["BIO", "BIOES"])
