@@ -1,5 +1,5 @@
-r"""Exports a pretraining checkpoint's discriminator, or a fine-tuned classifier, as a SavedModel
-for TF Serving.
+r"""Exports a pretraining checkpoint's discriminator, or a fine-tuned classifier, question
+answerer or tagger, as a SavedModel for TF Serving.
 
 From a run directory of `electra_tf.run_pretraining` (its config.yaml and newest checkpoint):
 
@@ -12,7 +12,8 @@ segment_ids [batch, seq] -> float32 logits, probabilities [batch, seq]) and `ser
 graph); that needs a model server built with TF Text ops, for every signature of the model.
 
 A fine-tuning run directory of `electra_tf.run_finetuning` (one with task.json; with several
-trials, each trial_<k>/) exports its classifier or regressor (see electra_tf/export/classifier.py):
+trials, each trial_<k>/) exports its classifier or regressor, question answerer or tagger (see
+electra_tf/export/classifier.py, question_answerer.py, tagger.py):
 
   python -m electra_tf.export_savedmodel --model_dir runs/mnli/trial_0 --output_dir models/mnli
 
@@ -171,6 +172,8 @@ def _classifier(card, config_path):
     vocab_file = _tokenizer_vocab(config.finetune.vocab_file)
     if card.get("kind") == "qa":
         return _question_answerer(card, config, vocab_file)
+    if card.get("kind") == "tagging":
+        return _tagger(card, config, vocab_file)
     labels = card["labels"]
     model = ElectraClassifier(config.model, len(labels or ()), regression=labels is None)
 
@@ -198,6 +201,20 @@ def _question_answerer(card, config, vocab_file):
             max_seq_length=FLAGS.max_seq_length or config.finetune.max_seq_length,
             max_query_length=config.qa.max_query_length,
             max_answer_length=config.qa.max_answer_length)
+    return model, write
+
+
+def _tagger(card, config, vocab_file):
+    from electra_tf.export.tagger import export_tagger
+    from electra_tf.models.tagger import ElectraTagger
+
+    model = ElectraTagger(config.model, len(card["tags"]))
+
+    def write(directory):
+        export_tagger(model, directory, task=card["task"], tag_names=card["tags"],
+                      with_examples=FLAGS.with_examples, with_tokenizer=FLAGS.with_tokenizer,
+                      vocab_file=vocab_file, lower_case=config.finetune.lower_case,
+                      max_seq_length=FLAGS.max_seq_length or config.finetune.max_seq_length)
     return model, write
 
 

@@ -11,10 +11,14 @@ GLUE from the download layout, from TFDS, or your own CSV/TSV/JSON Lines:
       --label_column stars --labels 1,2,3,4,5 --init_checkpoint runs/small --model_dir runs/stars
   python -m electra_tf.run_finetuning --task squad/v2.0 --train_file train-v2.0.json \
       --predict_file dev-v2.0.json --init_checkpoint converted/electra_small --model_dir runs/squad2
+  python -m electra_tf.run_finetuning --task chunk --data_dir conll2000/ \
+      --init_checkpoint converted/electra_small --model_dir runs/chunk
 
 SQuAD writes predictions.json, nbest_predictions.json and (v2.0) null_odds.json under
 predictions/dev/ and reports the official EM / F1 (v2.0: at qa.null_threshold -2.75 and at the
 best threshold); windows of 512 tokens unless --override finetune.max_seq_length=384.
+Tagging (`chunk`, `ner`: CoNLL files train.txt / dev.txt, or --tfds for conll2003) reports
+span-level F1 and writes `word gold predicted` files under predictions/dev/.
 
 `--init_checkpoint` is a run directory of run_pretraining or an output of convert_checkpoint
 (Google's and Hugging Face's releases); without it the encoder starts from scratch (a baseline).
@@ -39,17 +43,24 @@ from electra_tf.training import device_flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("task", None, "glue/{cola,sst2,mrpc,stsb,qqp,mnli,qnli,rte,wnli}, csv, "
-                  "squad/v1.1 or squad/v2.0; "
+                  "squad/v1.1, squad/v2.0, chunk or ner; "
                   "several (comma-separated) run one after the other, each in "
                   "<model_dir>/<task>. Default: the demonstration.")
 flags.DEFINE_string("data_dir", None, "GLUE: the task's download folder (glue_data/MNLI) or the "
                     "GLUE root; csv: a folder with train.*, dev.* and optionally test.* "
-                    "(.tsv, .csv or .jsonl).")
-flags.DEFINE_bool("tfds", False, "GLUE: read tensorflow_datasets glue/<task> instead of files.")
+                    "(.tsv, .csv or .jsonl); chunk / ner: a folder with train.txt, dev.txt "
+                    "and optionally test.txt (CoNLL: one word a line, blank line between "
+                    "sentences); squad: train.json and dev.json.")
+flags.DEFINE_bool("tfds", False, "Read tensorflow_datasets instead of files: glue/<task>, squad "
+                  "(v1.1 or v2.0), or conll2003 for chunk (its chunk column) and ner.")
 flags.DEFINE_string("tfds_data_dir", None, "TFDS data directory (default: TFDS's own).")
-flags.DEFINE_string("train_file", None, "csv: the training file (instead of --data_dir).")
-flags.DEFINE_string("dev_file", None, "csv: the dev file.")
-flags.DEFINE_string("test_file", None, "csv: the test file (for --do_predict).")
+flags.DEFINE_string("train_file", None, "csv, chunk, ner, squad: the training file (instead "
+                    "of --data_dir).")
+flags.DEFINE_string("dev_file", None, "csv, chunk, ner: the dev file.")
+flags.DEFINE_string("test_file", None, "csv, chunk, ner: the test file (for --do_predict).")
+flags.DEFINE_integer("tag_column", -1, "chunk / ner: the column of the tag (0-based; negative "
+                     "counts from the end); the word is column 0. Tags may be BIO, IOB1 or "
+                     "BIOES; the model predicts BIOES.")
 flags.DEFINE_string("predict_file", None, "squad: the official dev JSON (dev-v1.1.json, "
                     "dev-v2.0.json) to predict and score; --train_file is train-v*.json. "
                     "Or --data_dir with train.json and dev.json, or --tfds.")
@@ -123,7 +134,8 @@ def run() -> int:
         predict_file=FLAGS.predict_file,
         text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
         label_column=FLAGS.label_column, labels=FLAGS.labels, regression=FLAGS.regression,
-        label_range=_label_range(), with_test=FLAGS.do_predict) for name in FLAGS.task]
+        label_range=_label_range(), tag_column=FLAGS.tag_column, with_test=FLAGS.do_predict)
+        for name in FLAGS.task]
     distribution.split_cpu(FLAGS.cpu_devices)
     strategy = distribution.make_strategy(FLAGS.strategy, FLAGS.tpu)
     jit_compile = distribution.use_xla(strategy, FLAGS.jit_compile)

@@ -282,3 +282,74 @@ def test_squad_bad_input_is_one_error_line(case, init_dir, tmp_path):
                           "--model_dir", str(model_dir), *SQUAD_RUN, *extra)
     assert_one_line_error(result, *fragments)
     assert not (model_dir / "checkpoints").exists()
+
+
+def write_conll_files(directory, n=24):
+    """CoNLL-2003 layout (word POS chunk tag) over the test vocabulary: w30-w39 runs are ENT."""
+    rng = random.Random(0)
+    directory.mkdir(parents=True, exist_ok=True)
+    for split in ("train", "dev", "test"):
+        blocks = ["-DOCSTART- -X- -X- O"]
+        for _ in range(n):
+            lines = []
+            for _ in range(rng.randint(3, 8)):
+                if rng.random() < 0.3:
+                    lines += [f"w{rng.randint(30, 39)} NN B-NP {tag}-ENT" for tag in "BI"]
+                lines.append(f"w{rng.randint(5, 29)} VB B-VP O")
+            blocks.append("\n".join(lines))
+        (directory / f"{split}.txt").write_text("\n\n".join(blocks) + "\n")
+    return directory
+
+
+TAGGING_RUN = SMALL_RUN[:-2] + ["--override", "finetune.num_train_epochs=1"]
+
+
+def test_ner_from_conll_files_with_predictions_and_both_exports(init_dir, tmp_path):
+    data = write_conll_files(tmp_path / "conll")
+    model_dir = tmp_path / "ner"
+    result = finetune_cli("--task", "ner", "--data_dir", str(data), "--init_checkpoint", init_dir,
+                          "--model_dir", str(model_dir), "--with_tokenizer", "--do_predict",
+                          *TAGGING_RUN)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "dev dev f1:" in result.stdout
+    results = json.loads((model_dir / "results.json").read_text())
+    assert {"precision", "recall", "f1", "accuracy"} <= set(results["dev"]["dev"]["last"])
+    card = json.loads((model_dir / "task.json").read_text())
+    assert card == {"task": "ner", "kind": "tagging",
+                    "tags": ["B-ENT", "E-ENT", "O"]}
+    dev_lines = (model_dir / "predictions" / "dev" / "dev.txt").read_text().splitlines()
+    assert all(len(line.split()) == 3 for line in dev_lines if line)  # word gold predicted
+    test_lines = (model_dir / "predictions" / "test.txt").read_text().splitlines()
+    words = [line.split() for line in test_lines if line]
+    assert len(words) == sum(1 for line in (data / "test.txt").read_text().splitlines()
+                             if line and not line.startswith("-DOCSTART-"))
+    assert all(len(w) == 2 and w[1] in card["tags"] for w in words)
+    served = tf.saved_model.load(results["export"]).signatures["serve_text"](
+        text=tf.constant(["w5 w31 w32 w6"]))
+    assert [w.decode() for w in served["words"].numpy()[0]] == ["w5", "w31", "w32", "w6"]
+    assert all(t.decode() in card["tags"] for t in served["tags"].numpy()[0])
+    # export_savedmodel rebuilds the tagger from the run directory.
+    exported = run_cli(["--model_dir", str(model_dir), "--output_dir", str(tmp_path / "served")],
+                       timeout=180, module="electra_tf.export_savedmodel")
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    loaded = tf.saved_model.load(str(tmp_path / "served" / str(results["steps"])))
+    assert [t.decode() for t in loaded.tag_names.numpy()] == card["tags"]
+
+
+@pytest.mark.parametrize("case", ["columns", "unseen_tag", "tag_column"])
+def test_tagging_bad_input_is_one_error_line(case, init_dir, tmp_path):
+    data = write_conll_files(tmp_path / "conll")
+    extra = []
+    if case == "columns":
+        (data / "dev.txt").write_text("w1 NN B-NP O\nw2 NN O\n")
+        fragments = ["dev.txt, line 2", "3 columns", "has 4"]
+    elif case == "unseen_tag":
+        (data / "dev.txt").write_text("w1 NN B-NP O\nw2 NN I-NP B-PER\n")
+        fragments = ["dev.txt, line 2", "B-PER", "never uses"]
+    else:
+        extra, fragments = ["--tag_column", "7"], ["train.txt", "no tag column 7"]
+    model_dir = tmp_path / "run"
+    result = finetune_cli("--task", "ner", "--data_dir", str(data), "--init_checkpoint", init_dir,
+                          "--model_dir", str(model_dir), *TAGGING_RUN, *extra)
+    assert_one_line_error(result, *fragments)
+    assert not model_dir.exists()

@@ -16,6 +16,7 @@ from electra_tf.data.classification_data import TaskDataError
 from electra_tf.finetuning import runner, tasks
 from electra_tf.finetuning.question_answering import QA_TASKS, load_squad_task
 from electra_tf.finetuning.source import check_fits, resolve_source, restore_encoder
+from electra_tf.finetuning.tagging import TAGGING_TASKS, load_tagging_task
 from electra_tf.models.classifier import ElectraClassifier
 
 
@@ -45,9 +46,15 @@ def resolve_config(source=None, config: str = "finetune/small", overrides=(),
 def load_task(name: str, *, data_dir=None, use_tfds=False, tfds_data_dir=None, train_file=None,
               dev_file=None, test_file=None, predict_file=None, text_a_column=None,
               text_b_column=None, label_column=None, labels=None, regression=False,
-              label_range=(0.0, 1.0), with_test=False):
-    """A task by name: `glue/<task>` (files or TFDS), `csv` (your own files) or
-    `squad/v1.1` / `squad/v2.0` (the official JSON files or TFDS)."""
+              label_range=(0.0, 1.0), tag_column=-1, with_test=False):
+    """A task by name: `glue/<task>` (files or TFDS), `csv` (your own files),
+    `squad/v1.1` / `squad/v2.0` (the official JSON files or TFDS) or `chunk` / `ner` (CoNLL
+    files or TFDS conll2003)."""
+    if name in TAGGING_TASKS:
+        return load_tagging_task(name, data_dir=data_dir, train_file=train_file,
+                                 dev_file=dev_file, test_file=test_file, tag_column=tag_column,
+                                 use_tfds=use_tfds, tfds_data_dir=tfds_data_dir,
+                                 with_test=with_test)
     if name in QA_TASKS:
         return load_squad_task(name, train_file=train_file, predict_file=predict_file or dev_file,
                                data_dir=data_dir, use_tfds=use_tfds, tfds_data_dir=tfds_data_dir)

@@ -40,14 +40,21 @@ class TaskData:
 
 
 def task_names() -> list[str]:
-    return [f"glue/{name}" for name in glue.GLUE_TASKS] + ["csv", "squad/v1.1", "squad/v2.0"]
+    from electra_tf.finetuning import question_answering, tagging
+
+    return ([f"glue/{name}" for name in glue.GLUE_TASKS] + ["csv", *question_answering.QA_TASKS,
+                                                           *tagging.TAGGING_TASKS])
 
 
 def task_overrides(name: str | None) -> list[str]:
     """Config values a task changes from the recipe's, before the user's overrides (the
-    original's per-task settings: SQuAD reads windows of 512 tokens)."""
-    if name and name.startswith("squad/"):
-        return ["finetune.max_seq_length=512"]
+    original's per-task settings: SQuAD reads windows of 512 tokens, chunking 256)."""
+    from electra_tf.finetuning import question_answering, tagging
+
+    for module, names in ((question_answering, question_answering.QA_TASKS),
+                          (tagging, tagging.TAGGING_TASKS)):
+        if name in names:
+            return [f"finetune.max_seq_length={module.DEFAULT_MAX_SEQ_LENGTH}"]
     return []
 
 

@@ -1,17 +1,16 @@
 """ElectraTagger: shapes, the original's summed masked loss, and learning a synthetic span task."""
 
-import random
-
 import keras
 import numpy as np
 import pytest
 
-from electra_tf.data.tagging import (TaggedSentence, TagSpace, featurize_tagging,
+from electra_tf.data.tagging import (TagSpace, featurize_tagging,
                                      predicted_word_tags, to_bioes)
 from electra_tf.data.tokenization import make_tokenizer, special_ids
 from electra_tf.evaluation.tagging_metrics import tagging_scores
 from electra_tf.models.tagger import ElectraTagger
 from tests.models.helpers import random_ids, tiny_model_config
+from tests.tagging_helpers import MAX_SEQ_LENGTH, VOCAB, topic_sentences
 
 INPUTS = ("input_ids", "input_mask", "segment_ids")
 
@@ -74,35 +73,6 @@ def test_loss_is_the_masked_cross_entropy_summed_over_tokens():
 
 # ---------------------------------------------------------------------------------------------
 # A synthetic task: spans of 1-3 words from one topic's vocabulary, typed by that topic.
-
-SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-TOPICS = {"A": [f"alpha{i}" for i in range(10)], "B": [f"beta{i}" for i in range(10)]}
-FILLER = [f"gamma{i}" for i in range(10)]
-VOCAB = SPECIALS + TOPICS["A"] + TOPICS["B"] + FILLER + ["##x"]
-MAX_SEQ_LENGTH = 24
-
-
-def topic_sentences(n, seed):
-    """Words from FILLER are O; a run of words from one topic is one span of that topic (a
-    filler word always follows a span, so adjacent spans never share a type). One word in four
-    carries a suffix "x" and becomes two pieces."""
-    rng = random.Random(seed)
-    sentences = []
-    for _ in range(n):
-        words, tags, length = [], [], rng.randint(3, 9)
-        while len(words) < length:
-            if rng.random() < 0.6:
-                topic = rng.choice("AB")
-                size = rng.randint(1, 3)
-                words += [rng.choice(TOPICS[topic]) for _ in range(size)]
-                tags += [f"B-{topic}"] + [f"I-{topic}"] * (size - 1)
-            words.append(rng.choice(FILLER))
-            tags.append("O")
-        words = [w + "x" if rng.random() < 0.25 else w for w in words]
-        sentences.append(TaggedSentence(words, tags))
-    return sentences
-
-
 def test_tiny_tagger_learns_topic_spans():
     tokenizer = make_tokenizer(VOCAB)
     train, dev = topic_sentences(640, 0), topic_sentences(200, 1)
