@@ -1,10 +1,23 @@
 r"""Times one ELECTRA pretraining step and prints a JSON line (tokens/s, model GFLOP/s).
 
   python -m electra_tf.benchmark --size small --batch 32 --seq 128 --steps 10
+  python -m electra_tf.benchmark --task qa --size small --batch 16 --seq 384 --steps 10
 
 The line has the same fields as ../shared/bench/torch_reference_step.py, and model FLOPs are
 counted the same way (matmuls only, backward = 2x forward, generator head at masked positions
 only), so the two can be run one after the other on the same machine and compared.
+
+The fine-tuning tasks (`classify`, `qa`) use the reference's inputs: random ids, a full mask,
+segment 1 from seq // 4 on (`[CLS] question [SEP] context [SEP]`-like), and count 3x the
+encoder's forward FLOPs (the task heads are left out, as the reference leaves out its own).
+`qa` trains the original's joint head (`qa` config section defaults: beam 20, answerability
+head) on answer spans inside the context segment: more work than the reference's
+`ElectraForQuestionAnswering` (one linear layer for start and end): the joint end head's
+2h -> 512 GELU layer at every position (about 1% of ELECTRA-Small's encoder FLOPs at seq 384)
+and the answerability head (per sequence, negligible). The reference also uses torch's AdamW
+without layer-wise decay and averages the loss over the batch where ours sums it (the
+original's), which does not change the work. SQuAD featurization and prediction throughput:
+`electra_tf.benchmark_squad`.
 """
 
 import json
@@ -28,10 +41,12 @@ flags.DEFINE_bool("jit_compile", None, "Compile the train step with XLA (default
                   "GPU is present; on CPU it measured slower than TensorFlow's own kernels).")
 flags.DEFINE_integer("threads", 0, "TensorFlow intra-op threads (0: TensorFlow's default).")
 flags.DEFINE_multi_string("override", [], "Config overrides, section.key=value.")
-flags.DEFINE_enum("task", "pretrain", ["pretrain", "classify", "infer"],
+flags.DEFINE_enum("task", "pretrain", ["pretrain", "classify", "qa", "infer"],
                   "pretrain: the replaced-token-detection step; classify: one fine-tuning step of "
-                  "the GLUE classifier (3 labels, layer-wise LR decay); infer: serving_default of "
-                  "the exported classifier, loaded with tf.saved_model.load (latency p50/p99).")
+                  "the GLUE classifier (3 labels, layer-wise LR decay); qa: one fine-tuning step "
+                  "of the SQuAD question answerer (joint head, layer-wise LR decay); infer: "
+                  "serving_default of the exported classifier, loaded with tf.saved_model.load "
+                  "(latency p50/p99).")
 
 POLICIES = {"float32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 
@@ -60,6 +75,8 @@ def main(argv):
         record.update(_pretrain(config, jit_compile))
     elif FLAGS.task == "classify":
         record.update(_classify(config, jit_compile))
+    elif FLAGS.task == "qa":
+        record.update(_question_answering(config, jit_compile))
     else:
         record.update(_infer(config))
     print(json.dumps(record))
@@ -129,26 +146,52 @@ def _pair_inputs(vocab_size):
             "segment_ids": segments.astype(np.int32)}
 
 
-def _classify(config, jit_compile):
-    """One fine-tuning step of the 3-label classifier with the original's optimizer."""
+def _finetune(model, config, labels, jit_compile):
+    """Times one fine-tuning step of `model` on `_pair_inputs` with the original's fine-tuning
+    optimizer (layer-wise LR decay); FLOPs: 3x the encoder's forward pass."""
     import dataclasses
 
-    import numpy as np
-
     from electra_tf.config import FinetuneConfig
-    from electra_tf.models.classifier import ElectraClassifier
     from electra_tf.training.optimizer import create_optimizer
 
     optimizer_config = dataclasses.replace(FinetuneConfig().optimizer, train_steps=10000,
                                            warmup_steps=1000)
-    model = ElectraClassifier(config.model, num_labels=3)
     model.compile(optimizer=create_optimizer(optimizer_config, config.model.num_layers),
                   jit_compile=jit_compile)
     inputs = _pair_inputs(config.model.vocab_size)
-    labels = np.random.default_rng(1).integers(0, 3, size=FLAGS.batch).astype(np.int32)
     compile_s, times = _time(lambda: model.train_on_batch(inputs, labels), FLAGS.steps, FLAGS.warmup)
     flops = 3 * FLAGS.batch * FLAGS.seq * encoder_flops_per_token(config.model, FLAGS.seq)
     return _rates(times, compile_s, flops)
+
+
+def _classify(config, jit_compile):
+    """One fine-tuning step of the 3-label classifier."""
+    import numpy as np
+
+    from electra_tf.models.classifier import ElectraClassifier
+
+    labels = np.random.default_rng(1).integers(0, 3, size=FLAGS.batch).astype(np.int32)
+    return _finetune(ElectraClassifier(config.model, num_labels=3), config, labels, jit_compile)
+
+
+def _question_answering(config, jit_compile):
+    """One fine-tuning step of the question answerer with the qa section's defaults; every
+    question answerable, its span (1-4 tokens) inside the context segment."""
+    import numpy as np
+
+    from electra_tf.config import QAConfig
+    from electra_tf.models.question_answerer import ElectraQuestionAnswerer
+
+    qa = QAConfig()
+    model = ElectraQuestionAnswerer(config.model, head=qa.head, beam_size=qa.beam_size,
+                                    answerable_weight=qa.answerable_weight)
+    rng = np.random.default_rng(1)
+    last = FLAGS.seq - 2  # the final [SEP] is at seq - 1
+    start = rng.integers(FLAGS.seq // 4, last + 1, size=FLAGS.batch)
+    end = np.minimum(start + rng.integers(0, 4, size=FLAGS.batch), last)
+    labels = {"start_positions": start.astype(np.int32), "end_positions": end.astype(np.int32),
+              "is_impossible": np.zeros(FLAGS.batch, np.float32)}
+    return _finetune(model, config, labels, jit_compile)
 
 
 def _infer(config):
