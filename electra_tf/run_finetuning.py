@@ -43,7 +43,7 @@ from electra_tf.training import device_flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("task", None, "glue/{cola,sst2,mrpc,stsb,qqp,mnli,qnli,rte,wnli}, csv, "
-                  "squad/v1.1, squad/v2.0, chunk or ner; "
+                  "squad/v1.1, squad/v2.0, mrqa, chunk or ner; "
                   "several (comma-separated) run one after the other, each in "
                   "<model_dir>/<task>. Default: the demonstration.")
 flags.DEFINE_string("data_dir", None, "GLUE: the task's download folder (glue_data/MNLI) or the "
@@ -63,7 +63,8 @@ flags.DEFINE_integer("tag_column", -1, "chunk / ner: the column of the tag (0-ba
                      "BIOES; the model predicts BIOES.")
 flags.DEFINE_string("predict_file", None, "squad: the official dev JSON (dev-v1.1.json, "
                     "dev-v2.0.json) to predict and score; --train_file is train-v*.json. "
-                    "Or --data_dir with train.json and dev.json, or --tfds.")
+                    "Or --data_dir with train.json and dev.json, or --tfds. mrqa: the shared "
+                    "task's dev .jsonl(.gz) (scored as SQuAD v1.1).")
 flags.DEFINE_string("text_a_column", None, "csv: column of the (first) text: a header name or "
                     "a 0-based index (negative counts from the end).")
 flags.DEFINE_string("text_b_column", None, "csv: column of the second text of a pair.")

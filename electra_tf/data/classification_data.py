@@ -82,8 +82,16 @@ def _read_bytes(path: str) -> bytes:
 
 
 def read_text(path: str) -> str:
-    """The file decoded as UTF-8 without its byte-order mark; TaskDataError if it is not UTF-8."""
+    """The file decoded as UTF-8 without its byte-order mark (a path ending in .gz decompressed
+    first); TaskDataError if it is not UTF-8 (or not gzip)."""
     data = _read_bytes(path)
+    if path.endswith(".gz"):
+        import gzip
+
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as e:
+            raise TaskDataError(f"{path} ends in .gz but is not gzip data: {e}") from None
     skipped = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
     try:
         return data[skipped:].decode("utf-8")

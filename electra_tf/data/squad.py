@@ -252,11 +252,11 @@ def read_squad(path_or_json: str | dict, *, version: str, is_training: bool) -> 
     return _finish(examples, tally, source, is_training)
 
 
-def read_mrqa_jsonl(path: str, is_training: bool) -> list[SquadExample]:
-    """MRQA 2019 JSON Lines: a header line, then one context per line with `qas` holding `qid`,
-    `question` and (training) `detected_answers[0].char_spans[0]`. Ids are the `qid`s."""
-    tally, examples = _Tally(), []
-    for number, line in enumerate(read_text(path).splitlines(), start=1):
+def _mrqa_paragraphs(path: str) -> Iterator[tuple[str, dict]]:
+    """(where, paragraph) for each context line of an MRQA file (.jsonl, or .jsonl.gz as
+    distributed), the header line skipped."""
+    text = read_text(path)
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{path} line {number}"
@@ -267,6 +267,14 @@ def read_mrqa_jsonl(path: str, is_training: bool) -> list[SquadExample]:
         if isinstance(paragraph, dict) and "header" in paragraph:
             continue
         _require(paragraph, "context", str, where)
+        yield where, paragraph
+
+
+def read_mrqa_jsonl(path: str, is_training: bool) -> list[SquadExample]:
+    """MRQA 2019 JSON Lines: a header line, then one context per line with `qas` holding `qid`,
+    `question` and (training) `detected_answers[0].char_spans[0]`. Ids are the `qid`s."""
+    tally, examples = _Tally(), []
+    for where, paragraph in _mrqa_paragraphs(path):
         for k, qa in enumerate(_require(paragraph, "qas", list, where)):
             _require(qa, "qid", str, f"{where} qas[{k}]")
             _require(qa, "question", str, f"{where} qas[{k}]")
@@ -277,6 +285,25 @@ def read_mrqa_jsonl(path: str, is_training: bool) -> list[SquadExample]:
                     _require(answer, "char_spans", list, f"{where} qas[{k}].detected_answers[{m}]")
         examples.extend(_paragraph_examples(paragraph, where, False, is_training, tally, "qid"))
     return _finish(examples, tally, path, is_training)
+
+
+def mrqa_answers_json(path: str) -> dict:
+    """An MRQA file's questions and gold answer texts (`qas[].answers`) in the SQuAD v1.1
+    layout, which `squad_metrics.evaluate_v1` scores as MRQA's official script does (a v1.1
+    clone keyed by qid)."""
+    paragraphs = []
+    for where, paragraph in _mrqa_paragraphs(path):
+        qas = []
+        for k, qa in enumerate(_require(paragraph, "qas", list, where)):
+            qid = _require(qa, "qid", str, f"{where} qas[{k}]")
+            answers = _require(qa, "answers", list, f"{where} qas[{k}]")
+            if not answers or not all(isinstance(a, str) for a in answers):
+                raise SquadDataError(f"{where} qas[{k}]: 'answers' must be a non-empty list of "
+                                     f"strings, got {answers!r}")
+            qas.append({"id": qid, "question": qa.get("question", ""),
+                        "answers": [{"text": a} for a in answers]})
+        paragraphs.append({"context": paragraph["context"], "qas": qas})
+    return {"version": "mrqa", "data": [{"title": path, "paragraphs": paragraphs}]}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -48,7 +48,8 @@ def load_task(name: str, *, data_dir=None, use_tfds=False, tfds_data_dir=None, t
               text_b_column=None, label_column=None, labels=None, regression=False,
               label_range=(0.0, 1.0), tag_column=-1, with_test=False):
     """A task by name: `glue/<task>` (files or TFDS), `csv` (your own files),
-    `squad/v1.1` / `squad/v2.0` (the official JSON files or TFDS) or `chunk` / `ner` (CoNLL
+    `squad/v1.1` / `squad/v2.0` (the official JSON files or TFDS), `mrqa` (MRQA JSON Lines)
+    or `chunk` / `ner` (CoNLL
     files or TFDS conll2003)."""
     if name in TAGGING_TASKS:
         return load_tagging_task(name, data_dir=data_dir, train_file=train_file,

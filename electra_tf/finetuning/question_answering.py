@@ -31,7 +31,7 @@ from electra_tf.finetuning.classification import batched_inputs, check_vocabular
 from electra_tf.models.question_answerer import BEAM_OUTPUTS, ElectraQuestionAnswerer
 from electra_tf.models.task_model import INPUT_NAMES
 
-QA_TASKS = ("squad/v1.1", "squad/v2.0")
+QA_TASKS = ("squad/v1.1", "squad/v2.0", "mrqa")
 DEFAULT_MAX_SEQ_LENGTH = 512  # the original's for every QA task (384 also works)
 SHUFFLE_BUFFER = 10000
 
@@ -40,7 +40,7 @@ SHUFFLE_BUFFER = 10000
 class SquadTask:
     """A SQuAD task's examples: training, and the dev set with its official JSON (for scoring)."""
 
-    name: str  # "squad/v1.1" or "squad/v2.0"
+    name: str  # "squad/v1.1", "squad/v2.0" or "mrqa"
     train: list
     dev: list
     dev_json: dict
@@ -48,7 +48,8 @@ class SquadTask:
 
     @property
     def version(self) -> str:
-        return self.name.split("/")[1]
+        """The scoring rules: MRQA's official script is a clone of SQuAD v1.1's."""
+        return "v1.1" if self.name == "mrqa" else self.name.split("/")[1]
 
     @property
     def directory_name(self) -> str:
@@ -59,7 +60,8 @@ class SquadTask:
 
 
 def _find(data_dir: str, split: str, version: str) -> str:
-    names = [f"{split}.json", f"{split}-{version}.json"]
+    names = ([f"{split}.jsonl", f"{split}.jsonl.gz"] if version == "mrqa"
+             else [f"{split}.json", f"{split}-{version}.json"])
     for name in names:
         if tf.io.gfile.exists(os.path.join(data_dir, name)):
             return os.path.join(data_dir, name)
@@ -70,10 +72,14 @@ def _find(data_dir: str, split: str, version: str) -> str:
 def load_squad_task(name: str, *, train_file=None, predict_file=None, data_dir=None,
                     use_tfds=False, tfds_data_dir=None) -> SquadTask:
     """`squad/v1.1` or `squad/v2.0` from the official JSON files (`train_file`, `predict_file`,
-    or train.json / dev.json (or train-v1.1.json ...) in `data_dir`) or from TFDS."""
+    or train.json / dev.json (or train-v1.1.json ...) in `data_dir`) or from TFDS; `mrqa` from
+    MRQA 2019 JSON Lines files (.jsonl or .jsonl.gz; train.jsonl / dev.jsonl in `data_dir`)."""
     if name not in QA_TASKS:
         raise squad.SquadDataError(f"unknown QA task {name!r}; choose from {', '.join(QA_TASKS)}")
-    version = name.split("/")[1]
+    version = "mrqa" if name == "mrqa" else name.split("/")[1]
+    if use_tfds and version == "mrqa":
+        raise squad.SquadDataError("mrqa reads the shared task's JSON Lines files: give "
+                                   "--train_file and --predict_file or --data_dir, not --tfds")
     if use_tfds:
         train, _ = squad.read_tfds_squad(version, "train", tfds_data_dir)
         dev, dev_json = squad.read_tfds_squad(version, "dev", tfds_data_dir)
@@ -84,6 +90,10 @@ def load_squad_task(name: str, *, train_file=None, predict_file=None, data_dir=N
     if not train_file or not predict_file:
         raise squad.SquadDataError(f"{name} needs --train_file and --predict_file (the official "
                                    "JSON files), --data_dir, or --tfds")
+    if version == "mrqa":
+        return SquadTask(name, squad.read_mrqa_jsonl(train_file, is_training=True),
+                         squad.read_mrqa_jsonl(predict_file, is_training=False),
+                         squad.mrqa_answers_json(predict_file))
     dev_json = squad.load_squad_json(predict_file, with_answers=True)
     return SquadTask(name, squad.read_squad(train_file, version=version, is_training=True),
                      squad.read_squad(dev_json, version=version, is_training=False), dev_json)

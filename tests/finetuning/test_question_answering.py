@@ -174,3 +174,56 @@ def test_training_windows_are_reused_only_for_the_same_data_and_settings(tmp_pat
     written = record.stat().st_ino
     task.make_job(qa_config(vocab, "qa.doc_stride=8"), vocab, str(tmp_path / "run"))
     assert record.stat().st_ino != written  # other settings: rewritten
+
+
+def as_mrqa_lines(squad_json: dict) -> str:
+    """The same paragraphs in MRQA 2019's JSON Lines: header, then `qid`, `answers` (texts) and
+    `detected_answers` with inclusive character spans."""
+    lines = [{"header": {"dataset": "synthetic", "split": "train"}}]
+    for article in squad_json["data"]:
+        for paragraph in article["paragraphs"]:
+            qas = [{"qid": qa["id"], "question": qa["question"],
+                    "answers": [a["text"] for a in qa["answers"]],
+                    "detected_answers": [
+                        {"text": a["text"],
+                         "char_spans": [[a["answer_start"],
+                                         a["answer_start"] + len(a["text"]) - 1]]}
+                        for a in qa["answers"]]} for qa in paragraph["qas"]]
+            lines.append({"context": paragraph["context"], "qas": qas})
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def test_mrqa_files_give_the_same_task_and_scores_as_squad_v11(tmp_path):
+    import gzip
+
+    from electra_tf.data.classification_data import TaskDataError
+    from electra_tf.data.squad import SquadDataError
+    from electra_tf.evaluation.squad_metrics import evaluate_v1
+    from electra_tf.finetuning import api
+
+    data = write_squad(tmp_path / "squad", 30, 20, "1.1")
+    mrqa = tmp_path / "mrqa"
+    mrqa.mkdir()
+    for split in ("train", "dev"):
+        text = as_mrqa_lines(json.loads((tmp_path / "squad" / f"{split}.json").read_text()))
+        if split == "dev":  # as distributed: gzipped
+            (mrqa / "dev.jsonl.gz").write_bytes(gzip.compress(text.encode()))
+        else:
+            (mrqa / "train.jsonl").write_text(text)
+    squad_task = api.load_task("squad/v1.1", data_dir=data)
+    mrqa_task = api.load_task("mrqa", data_dir=str(mrqa))
+    assert (mrqa_task.name, mrqa_task.version, mrqa_task.directory_name) == ("mrqa", "v1.1", "mrqa")
+    assert mrqa_task.train == squad_task.train and mrqa_task.dev == squad_task.dev
+    # MRQA's official script is SQuAD v1.1's: the same scores for any predictions.
+    predictions = {e.qas_id: " ".join(e.doc_tokens[i % 3:i % 3 + 2])
+                   for i, e in enumerate(squad_task.dev)}
+    predictions[squad_task.dev[0].qas_id] = squad_task.dev_json["data"][0]["paragraphs"][0][
+        "qas"][0]["answers"][0]["text"]
+    scores = evaluate_v1(mrqa_task.dev_json["data"], predictions)
+    assert scores == evaluate_v1(squad_task.dev_json["data"], predictions)
+    assert scores["exact_match"] >= 100 / 20
+    with pytest.raises(SquadDataError, match="not --tfds"):
+        api.load_task("mrqa", use_tfds=True)
+    (mrqa / "dev.jsonl.gz").write_text("not gzip")
+    with pytest.raises(TaskDataError, match="dev.jsonl.gz ends in .gz but is not gzip"):
+        api.load_task("mrqa", data_dir=str(mrqa))
