@@ -107,7 +107,7 @@ def main(argv):
 
     from electra_tf.data import corpus as corpus_lib
     from electra_tf.data import pretraining_data
-    from electra_tf.data.tokenization import learn_vocabulary
+    from electra_tf.data.vocab_learning import learn_vocabulary
 
     import tensorflow as tf
     # One TensorFlow thread in this process: its numbers are per core, like the workers'.

@@ -141,7 +141,8 @@ def _vocabulary_and_examples(work: str) -> tuple[str, list]:
     from electra_tf.config import QAConfig
     from electra_tf.data.corpus import embedded_documents
     from electra_tf.data.squad_features import QAFeaturizer
-    from electra_tf.data.tokenization import learn_vocabulary, load_vocabulary
+    from electra_tf.data.tokenization import load_vocabulary
+    from electra_tf.data.vocab_learning import learn_vocabulary
 
     lines = [line for document in embedded_documents() for line in document]
     vocab_file = FLAGS.vocab_file

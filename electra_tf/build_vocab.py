@@ -48,7 +48,7 @@ def main(argv):
             documents = corpus_lib.tfds_documents(FLAGS.tfds_name, FLAGS.tfds_split,
                                                   FLAGS.tfds_text_key, FLAGS.tfds_data_dir)
         lines = [line for document in documents for line in document]
-        from electra_tf.data.tokenization import learn_vocabulary
+        from electra_tf.data.vocab_learning import learn_vocabulary
         logging.info("learning a vocabulary of up to %d tokens from %d lines", FLAGS.vocab_size,
                      len(lines))
         vocabulary = learn_vocabulary(lines, FLAGS.vocab_size, FLAGS.output,

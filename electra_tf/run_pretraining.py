@@ -63,7 +63,7 @@ class RunError(ValueError):
 def _prepare_demo_data(run_dir: str) -> tuple[str, str, str]:
     """Builds (once) the embedded corpus, its vocabulary and TFRecords under run_dir/data: every
     10th document held out for evaluation. Returns (train glob, held-out glob, vocab.txt)."""
-    from electra_tf.data import corpus, pretraining_data, tokenization
+    from electra_tf.data import corpus, pretraining_data, vocab_learning
 
     data_dir = os.path.join(run_dir, "data")
     vocab_file = os.path.join(data_dir, "vocab.txt")
@@ -74,7 +74,7 @@ def _prepare_demo_data(run_dir: str) -> tuple[str, str, str]:
         paths = corpus.write_embedded_corpus(text_dir, held_out_dir=held_out_text_dir)
         logging.info("demo corpus: %d files under %s", len(paths), text_dir)
         lines = [line for document in corpus.read_documents(text_dir) for line in document]
-        tokenization.learn_vocabulary(lines, DEMO_VOCAB_SIZE, vocab_file)
+        vocab_learning.learn_vocabulary(lines, DEMO_VOCAB_SIZE, vocab_file)
         for text, records in ((held_out_text_dir, held_out_dir), (text_dir, records_dir)):
             summary = pretraining_data.build_pretraining_data(
                 corpus=text, vocab_file=vocab_file, output_dir=records, max_seq_length=128,

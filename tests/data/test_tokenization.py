@@ -4,8 +4,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.data.tokenization import (SPECIAL_TOKENS, SpecialIds, VocabularyError,
-                                          learn_vocabulary, load_vocabulary, make_tokenizer,
-                                          special_ids)
+                                          load_vocabulary, make_tokenizer, special_ids)
 
 WORDS = ["hello", "world", "héllo", "Héllo", "World", "un", "una", "##ffa", "##ble", "##aff",
          "##able", "the", "cat", ",", "!", ".", "(", ")"]
@@ -106,22 +105,3 @@ def test_punctuation_is_split_off(vocab_file):
     ids = tokenize(make_tokenizer(vocabulary), ["hello,world!(the cat)."])
     assert [vocabulary[i] for i in ids[0]] == ["hello", ",", "world", "!", "(", "the", "cat",
                                                ")", "."]
-
-
-def test_learned_vocabulary_starts_with_the_special_tokens(tmp_path):
-    # tensorflow-text's learner keeps only pieces seen at least 10 times: repeat the lines.
-    lines = ["the quick brown fox jumps over the lazy dog.",
-             "a quick brown dog naps, the fox does not!"] * 20
-    output = tmp_path / "sub" / "vocab.txt"
-    vocabulary = learn_vocabulary(lines, 100, str(output))
-    assert tuple(vocabulary[:5]) == SPECIAL_TOKENS
-    assert output.read_text(encoding="utf-8").splitlines() == vocabulary
-    assert load_vocabulary(str(output)) == vocabulary
-    assert {"quick", "brown", "fox", "the", ","} <= set(vocabulary)
-    ids = tokenize(make_tokenizer(vocabulary), ["The QUICK fox."])
-    assert [vocabulary[i] for i in ids[0]] == ["the", "quick", "fox", "."]
-
-
-def test_learning_from_an_empty_corpus_is_an_error(tmp_path):
-    with pytest.raises(VocabularyError, match="empty corpus"):
-        learn_vocabulary(["", "  "], 100, str(tmp_path / "vocab.txt"))
