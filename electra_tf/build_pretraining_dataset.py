@@ -5,9 +5,11 @@ r"""Builds ELECTRA pretraining TFRecords from text files or a TFDS dataset.
 
 Text files: one sentence per line, a blank line between documents (the original's format).
 Writes `pretrain_data.tfrecord-<i>-of-<n>` (features input_ids, input_mask, segment_ids: int64,
-length max_seq_length) and `metadata.json`. The packing rules are the original's:
-one example in ten single-segment, one in twenty with a random short target length, no example
-crosses a document, overflow past max_seq_length discarded (electra_tf/data/pretraining_data.py).
+length max_seq_length) and `metadata.json` (the vocabulary's size, hash and special ids, which
+run_pretraining takes and checks). The packing rules are the original's
+(electra_tf/data/example_packing.py): one example in ten single-segment, one in twenty with a
+random short target length, no example crosses a document, overflow past max_seq_length
+discarded. Every shard samples the whole corpus (electra_tf/data/build_plan.py).
 """
 
 import os
@@ -38,6 +40,9 @@ flags.DEFINE_bool("strip_accents", None, "Strip accents (default: same as --lowe
 flags.DEFINE_integer("seed", 0, "Random seed: the same seed and corpus give the same examples.")
 flags.DEFINE_bool("overwrite", False, "Replace the shards and metadata of an earlier build in "
                   "--output_dir (without it, such a directory is refused).")
+flags.DEFINE_bool("replace_invalid_utf8", False, "Replace bytes that are not UTF-8 with U+FFFD "
+                  "(which the tokenizer removes) and report how many lines had some, instead of "
+                  "refusing the corpus with the file and byte offset of the first one.")
 flags.DEFINE_float("log_every_s", 10.0, "Seconds between progress lines.")
 
 
@@ -76,7 +81,7 @@ def main(argv):
             max_seq_length=FLAGS.max_seq_length, num_processes=FLAGS.num_processes,
             num_shards=FLAGS.num_shards, lower_case=FLAGS.lower_case,
             strip_accents=FLAGS.strip_accents, seed=FLAGS.seed, overwrite=FLAGS.overwrite,
-            log_every_s=FLAGS.log_every_s)
+            replace_invalid_utf8=FLAGS.replace_invalid_utf8, log_every_s=FLAGS.log_every_s)
     except Exception as e:  # noqa: BLE001 - re-raised unless it is one of ours
         if isinstance(e, user_errors()):
             sys.exit(f"error: {e}")

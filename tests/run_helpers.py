@@ -7,6 +7,8 @@ import sys
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.data import pretraining_records as records
+
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 VOCAB_SIZE = 120
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -17,13 +19,6 @@ def write_vocab(path, tokens=None):
     with open(path, "w") as f:
         f.write("".join(t + "\n" for t in tokens))
     return str(path)
-
-
-def _example(ids, mask, segments):
-    feature = {name: tf.train.Feature(int64_list=tf.train.Int64List(value=list(map(int, values))))
-               for name, values in (("input_ids", ids), ("input_mask", mask),
-                                    ("segment_ids", segments))}
-    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
 def write_records(directory, num_files=3, per_file=64, seq_len=32, seed=0):
@@ -40,7 +35,8 @@ def write_records(directory, num_files=3, per_file=64, seq_len=32, seed=0):
                 ids[:length] = 5 + 11 * topic + rng.integers(0, 11, size=length)
                 ids[0], ids[length - 1] = 2, 3
                 mask = (np.arange(seq_len) < length).astype(np.int64)
-                writer.write(_example(ids, mask, np.zeros(seq_len, np.int64)))
+                writer.write(records.serialize_example(ids, np.zeros(seq_len), seq_len,
+                                                       input_mask=mask))
     return os.path.join(directory, "*.tfrecord*")
 
 

@@ -20,6 +20,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from electra_tf.config import ElectraConfig
+from electra_tf.data import pretraining_records as records
 from electra_tf.export.savedmodel import export_discriminator
 from electra_tf.models import ElectraPretrainer
 from electra_tf.training.checkpointing import RunCheckpoint
@@ -102,12 +103,8 @@ def keras_logits(model, ids, mask, segments):
 
 def serialized_examples(rows):
     """tf.Example protos with int64 features, one (ids, mask, segments) tuple per example."""
-    def feature(values):
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
-
-    return [tf.train.Example(features=tf.train.Features(feature={
-        "input_ids": feature(ids), "input_mask": feature(mask), "segment_ids": feature(seg)}))
-        .SerializeToString() for ids, mask, seg in rows]
+    return [records.serialize_example(ids, seg, len(ids), input_mask=mask)
+            for ids, mask, seg in rows]
 
 
 def op_report(concrete_function):

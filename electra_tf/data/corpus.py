@@ -2,8 +2,9 @@
 
 Text files use the original's format (reference notes section 4.1): one "sentence" per line, a
 blank (or whitespace-only) line ends a document, and so does the end of a file. Lines are
-decoded as UTF-8 (undecodable bytes dropped, as the original's `convert_to_unicode` does) and
-stripped.
+decoded as UTF-8 and stripped. Bytes that are not UTF-8 stop the read with a CorpusError naming
+the file and byte offset (the original's `convert_to_unicode` dropped them silently); a caller
+that asks for it gets U+FFFD instead and a call per such line, to count them.
 
 Large files are read in byte ranges (`TextBlock`) so that several processes can share one file:
 a block owns the documents whose first line starts inside it, so every document is read exactly
@@ -19,7 +20,7 @@ import dataclasses
 import glob as globlib
 import os
 import sysconfig
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from absl import logging
 
@@ -51,6 +52,13 @@ def file_size(path: str) -> int:
         import tensorflow as tf
         return tf.io.gfile.stat(path).length
     return os.path.getsize(path)
+
+
+def is_file(path: str) -> bool:
+    if is_remote(path):
+        import tensorflow as tf
+        return tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
+    return os.path.isfile(path)
 
 
 def _isdir(path: str) -> bool:
@@ -128,6 +136,10 @@ class TextBlock:
     def size(self) -> int:
         return (self.end if self.end is not None else file_size(self.path)) - self.start
 
+    def documents(self, on_invalid_utf8: Callable[[int], None] | None = None
+                  ) -> Iterator[list[str]]:
+        return read_block_documents(self, on_invalid_utf8)
+
 
 def split_into_blocks(files: list[str], block_bytes: int = BLOCK_BYTES) -> list[TextBlock]:
     """Cuts each file into byte ranges of `block_bytes` (the last one may be shorter)."""
@@ -142,7 +154,23 @@ def split_into_blocks(files: list[str], block_bytes: int = BLOCK_BYTES) -> list[
 
 
 def _decode(line: bytes) -> str:
+    """A line as text for blank-line tests, whatever its encoding."""
     return line.decode("utf-8", "ignore").strip()
+
+
+def _decode_strictly(line: bytes, path: str, offset: int,
+                     on_invalid: Callable[[int], None] | None) -> str:
+    """A line of `path` (starting at byte `offset`) as stripped text; see the module docstring."""
+    try:
+        return line.decode("utf-8").strip()
+    except UnicodeDecodeError as e:
+        if on_invalid is None:
+            raise CorpusError(
+                f"{path}: byte {offset + e.start:,} is not UTF-8 ({line[e.start:e.start + 4]!r} "
+                "...); convert the file to UTF-8, or pass --replace_invalid_utf8 to replace such "
+                "bytes (the lines are counted)") from None
+        on_invalid(offset)
+        return line.decode("utf-8", "replace").strip()
 
 
 def _previous_line_is_blank(f, line_start: int) -> bool:
@@ -163,8 +191,14 @@ def _previous_line_is_blank(f, line_start: int) -> bool:
     return not _decode(b"".join(reversed(chunks)))
 
 
-def read_block_documents(block: TextBlock) -> Iterator[list[str]]:
-    """Yields the documents (lists of stripped, non-blank lines) that start in `block`."""
+def read_block_documents(block: TextBlock,
+                         on_invalid_utf8: Callable[[int], None] | None = None
+                         ) -> Iterator[list[str]]:
+    """Yields the documents (lists of stripped, non-blank lines) that start in `block`.
+
+    `on_invalid_utf8`: None refuses bytes that are not UTF-8 (CorpusError); a callable is
+    called with the offset of each line holding some, which is read with U+FFFD for them.
+    """
     with _open_binary(block.path) as f:
         if block.start > 0:
             f.seek(block.start - 1)
@@ -181,7 +215,7 @@ def read_block_documents(block: TextBlock) -> Iterator[list[str]]:
             line = f.readline()
             if not line:
                 break
-            text = _decode(line)
+            text = _decode_strictly(line, block.path, line_start, on_invalid_utf8)
             if not text:
                 if document:
                     yield document
@@ -264,6 +298,31 @@ def tfds_documents(name: str, split, text_key: str = "text",
         document = _text_to_document(example[text_key])
         if document:
             yield document
+
+
+@dataclasses.dataclass(frozen=True)
+class TfdsBlock:
+    """Slice `index` of `count` even slices of a TFDS split: a work unit, like `TextBlock`."""
+
+    name: str
+    split: str
+    text_key: str
+    data_dir: str | None
+    index: int = 0
+    count: int = 1
+
+    @property
+    def key(self) -> str:
+        return f"tfds{self.index}"
+
+    def documents(self, on_invalid_utf8: Callable[[int], None] | None = None
+                  ) -> Iterator[list[str]]:
+        del on_invalid_utf8  # TFDS hands over decoded text
+        split = self.split
+        if self.count > 1:
+            import tensorflow_datasets as tfds
+            split = tfds.even_splits(self.split, n=self.count)[self.index]
+        return tfds_documents(self.name, split, self.text_key, self.data_dir)
 
 
 def check_tfds(name: str, split: str, text_key: str = "text", data_dir: str | None = None) -> int:

@@ -1,7 +1,8 @@
 """The pretraining input pipeline: TFRecord shards -> masked, batched examples with static shapes.
 
-files (shuffled each epoch) -> interleaved reads -> shuffle -> [skip to resume] -> parse -> batch
-(drop_remainder) -> dynamic masking -> prefetch.
+files (shuffled each epoch) -> 4 interleaved reads -> shuffle (at least 2 batches) -> [skip to
+resume] -> batch (drop_remainder) -> parse -> dynamic masking -> prefetch. Each shard of a build
+samples the whole corpus (see `build_plan`), so this order mixes like the original's.
 
 The stream is a pure function of the seed: file order, read order, shuffle buffer and masking
 (stateless, keyed by (seed, batch index)) are all seeded. Resuming at batch k therefore skips
@@ -12,16 +13,15 @@ reading its own subset of files.
 
 from __future__ import annotations
 
-import json
 import os
 
 import tensorflow as tf
 
+from electra_tf.data import pretraining_records as records
 from electra_tf.data.masking import mask_tokens, max_predictions_per_seq
 
-FEATURES = ("input_ids", "input_mask", "segment_ids")
 MIN_RECORD_BYTES = 16  # length, its CRC, an empty payload and its CRC
-METADATA_FILE = "metadata.json"
+MIN_SHUFFLE_BATCHES = 2  # the shuffle buffer holds at least this many batches
 
 
 class DataError(ValueError):
@@ -41,33 +41,44 @@ def list_shards(patterns: str) -> list[str]:
     return sorted(set(files))
 
 
-def check_metadata(files: list[str], max_seq_length: int, vocab_size: int | None = None) -> None:
-    """Compares the dataset's metadata.json (if present) with what the run expects."""
+def read_data_metadata(files: list[str]) -> dict[str, dict]:
+    """The metadata.json of each directory holding some of `files` (directories without one
+    are left out)."""
+    found = {}
     for directory in sorted({os.path.dirname(f) for f in files}):
-        path = os.path.join(directory, METADATA_FILE)
-        if not tf.io.gfile.exists(path):
-            continue
-        with tf.io.gfile.GFile(path) as f:
-            metadata = json.load(f)
+        metadata = records.read_metadata(directory)
+        if metadata is not None:
+            found[directory] = metadata
+    return found
+
+
+def check_sequence_length(metadata_by_directory: dict[str, dict], max_seq_length: int) -> None:
+    """DataError unless every build was made with the run's max_seq_length."""
+    for directory, metadata in metadata_by_directory.items():
         built = metadata.get("max_seq_length")
         if built is not None and built != max_seq_length:
             raise DataError(f"the TFRecords in {directory} were built with max_seq_length {built}, "
                             f"but this run uses {max_seq_length}: rebuild the data or set "
                             f"run.max_seq_length={built}")
-        built_vocab = metadata.get("vocab_size")
-        if vocab_size is not None and built_vocab is not None and built_vocab > vocab_size:
-            raise DataError(f"the TFRecords in {directory} use a vocabulary of {built_vocab} "
-                            f"tokens, more than the model's vocab_size {vocab_size}")
 
 
-def _parse(max_seq_length):
-    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in FEATURES}
+def find_unreadable_shard(files: list[str], max_seq_length: int) -> str | None:
+    """The first of `files` that is corrupt or holds records of another shape, described.
 
-    def parse(records):  # a batch of serialized examples -> dict of int32 [batch, seq]
-        parsed = tf.io.parse_example(records, spec)
-        return {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
-
-    return parse
+    For error messages: tf.data's errors do not name the file. Reads every record, so it is
+    only called after a read failed.
+    """
+    spec = records.feature_spec(max_seq_length)
+    for path in files:
+        try:
+            for record in tf.data.TFRecordDataset(path).batch(1024):
+                tf.io.parse_example(record, spec)
+        except tf.errors.DataLossError as e:
+            return f"{path} is corrupt or truncated ({e.message.splitlines()[0]})"
+        except tf.errors.InvalidArgumentError:
+            return (f"{path} does not hold input_ids/input_mask/segment_ids of length "
+                    f"{max_seq_length} (run.max_seq_length)")
+    return None
 
 
 def make_dataset(files: list[str], batch_size: int, max_seq_length: int, objective, *,
@@ -81,6 +92,7 @@ def make_dataset(files: list[str], batch_size: int, max_seq_length: int, objecti
       max_seq_length: length the records were built with.
       objective: an `ObjectiveConfig` (mask rate, special ids, seed for masking).
       seed: shuffling seed; the stream is a pure function of it.
+      shuffle_buffer: records in the shuffle buffer; at least 2 batches are used.
       training: shuffle and repeat forever; otherwise read once in order.
       skip_batches: batches this pipeline already consumed (resume).
       input_context: from `distribute_datasets_from_function`: read this pipeline's files only.
@@ -101,11 +113,13 @@ def make_dataset(files: list[str], batch_size: int, max_seq_length: int, objecti
         tf.data.TFRecordDataset, cycle_length=min(4, len(files)), block_length=1,
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     if training:
-        dataset = dataset.shuffle(shuffle_buffer, seed=seed + 1, reshuffle_each_iteration=True)
+        dataset = dataset.shuffle(max(shuffle_buffer, MIN_SHUFFLE_BATCHES * batch_size),
+                                  seed=seed + 1, reshuffle_each_iteration=True)
     if skip_batches:
         dataset = dataset.skip(skip_batches * batch_size)  # raw records: cheap, exact
     dataset = dataset.batch(batch_size, drop_remainder=True)
-    dataset = dataset.map(_parse(max_seq_length), num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.map(lambda batch: records.parse_batch(batch, max_seq_length),
+                          num_parallel_calls=tf.data.AUTOTUNE)
 
     num_predictions = max_predictions_per_seq(objective.mask_prob, max_seq_length)
     specials = [objective.cls_token_id, objective.sep_token_id, objective.mask_token_id]

@@ -1,30 +1,16 @@
-"""Packs a corpus into ELECTRA pretraining examples and writes them as TFRecord shards.
+"""Builds ELECTRA pretraining data: a corpus -> packed examples -> TFRecord shards + metadata.
 
-The packing follows the original `build_pretraining_dataset.py` (reference notes section 4.1):
+The jobs are split over modules: `example_packing` (the original's packing rules),
+`pretraining_records` (the record format and metadata), `build_plan` (shard count, which work
+units feed which shards) and this one, which runs the build: it tokenizes every unit in the
+TensorFlow graph, packs it, writes each shard group's shards (in worker processes when there are
+several groups and processes) and writes the metadata last.
 
-- every line is a "sentence"; its WordPiece ids accumulate until their count reaches the target
-  length, or the document ends; examples never cross documents, and tokens past the maximum
-  are discarded, not carried over;
-- segment split: with probability 0.1 segment A takes everything (a single-segment example);
-  otherwise A's target is (target_length - 3) // 2 and a line goes to A if A is empty, or if it
-  still fits under the target, or (while B is empty and A is under its target) on a coin flip;
-  the rest goes to B. A is cut to max_len - 2 tokens, then B to max_len - len(A) - 3;
-- after each example, with probability 0.05 the next target length is randint(5, max_len);
-- layout `[CLS] A [SEP]` (segment 0), then `B [SEP]` (segment 1) when B is non-empty; padding
-  with the vocabulary's [PAD] id (0), segment 0, input_mask 0.
-
-Output: shards `pretrain_data.tfrecord-<i>-of-<n>` of tf.train.Examples with int64 features
-`input_ids`, `input_mask`, `segment_ids` of length max_seq_length (the original's contract), and
-`metadata.json` beside them (sequence length, vocabulary size and hash, casing,
-counts), written last, so a directory with metadata holds a finished build.
-
-Parallelism and determinism: the corpus is cut into work units (byte blocks of text files, see
-`corpus.TextBlock`, or even slices of a TFDS split), each with its own random stream seeded from
-(seed, unit); units are assigned to shards by size, and each shard is written by one process.
-So the examples depend on the seed and the corpus only, and the shards' bytes also on the shard
-count, never on the number of processes. (The original ran one random stream per process over
-whole files; here the stream, and the target length, restart every 1 MiB block: a difference in
-the random draws only, not in their distribution.)
+Determinism: each unit's random stream is seeded from (seed, unit) and the plan depends on the
+seed and the corpus only, so the shards' bytes depend on the seed, the corpus and the shard count,
+never on the number of processes. (The original ran one random stream per process over whole
+files; here the stream, and the target length, restart every 1 MiB block: a difference in the
+random draws only, not in their distribution.)
 """
 
 from __future__ import annotations
@@ -32,8 +18,6 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import glob
-import hashlib
-import json
 import math
 import multiprocessing
 import os
@@ -44,20 +28,16 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 from absl import logging
 
+from electra_tf.data import build_plan
 from electra_tf.data import corpus as corpus_lib
+from electra_tf.data import pretraining_records as records
+from electra_tf.data.example_packing import (MAX_SEQ_LENGTH, MIN_SEQ_LENGTH, ExamplePacker,
+                                             PackingStats)
 
-SHARD_PREFIX = "pretrain_data.tfrecord"
-METADATA_FILE = "metadata.json"  # the name electra_tf/data/pipeline.py reads
-FEATURES = ("input_ids", "input_mask", "segment_ids")
-MIN_SEQ_LENGTH, MAX_SEQ_LENGTH = 5, 512
-SINGLE_SEGMENT_PROB = 0.1
-SHORT_TARGET_PROB = 0.05
-SHARD_BYTES = 256 << 20  # default: about one shard per 256 MiB of input text
 # A worker process spends about 3 s of CPU importing TensorFlow and keras-hub before it
 # tokenizes anything, about as long as it takes to build 16 MiB of text; with the default
 # --num_processes, smaller corpora get fewer processes (same output: shards do not change).
 AUTO_BYTES_PER_PROCESS = 16 << 20
-MAX_SHARDS = 1000
 TOKENIZE_BATCH_LINES = 2000
 TFDS_EXAMPLES_PER_UNIT = 20000
 
@@ -66,225 +46,10 @@ class DatasetBuildError(ValueError):
     """Settings or an output directory that a pretraining-data build cannot use."""
 
 
-# ---------------------------------------------------------------------------------------------
-# Packing
-
-
-@dataclasses.dataclass
-class PackingStats:
-    documents: int = 0
-    examples: int = 0
-    tokens: int = 0  # WordPiece tokens of the corpus lines
-    example_tokens: int = 0  # real positions written, [CLS] and [SEP] included
-    discarded_tokens: int = 0
-    single_segment_examples: int = 0
-    short_target_examples: int = 0  # examples built towards a random short target length
-
-    def add(self, other: "PackingStats") -> None:
-        for field in dataclasses.fields(self):
-            setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
-
-    def minus(self, other: "PackingStats") -> "PackingStats":
-        return PackingStats(*(getattr(self, f.name) - getattr(other, f.name)
-                              for f in dataclasses.fields(self)))
-
-
-class ExamplePacker:
-    """Packs the token ids of one stream of documents into examples (module docstring rules).
-
-    Args:
-      max_seq_length: length of every example, [CLS] and [SEP]s included.
-      cls_id, sep_id: ids of [CLS] and [SEP].
-      rng: the stream's random.Random (segment split, coin flips, target lengths).
-    """
-
-    def __init__(self, max_seq_length: int, cls_id: int, sep_id: int, rng: random.Random):
-        if not MIN_SEQ_LENGTH <= max_seq_length <= MAX_SEQ_LENGTH:
-            raise DatasetBuildError(f"max_seq_length must be in [{MIN_SEQ_LENGTH}, "
-                                    f"{MAX_SEQ_LENGTH}], got {max_seq_length}")
-        self.max_seq_length = max_seq_length
-        self.cls_id, self.sep_id = cls_id, sep_id
-        self.rng = rng
-        self.target_length = max_seq_length
-        self.stats = PackingStats()
-        self._lines: list[list[int]] = []
-        self._length = 0
-
-    def add_document(self, lines: Iterable[Sequence[int]]) -> list[tuple[list[int], list[int]]]:
-        """Adds one document (token ids per line); returns the finished (ids, segment ids)."""
-        examples = []
-        self.stats.documents += 1
-        for ids in lines:
-            if not ids:
-                continue
-            self._lines.append(list(ids))
-            self._length += len(ids)
-            self.stats.tokens += len(ids)
-            if self._length >= self.target_length:
-                examples.append(self._make_example())
-        if self._length:
-            examples.append(self._make_example())
-        return examples
-
-    def _make_example(self) -> tuple[list[int], list[int]]:
-        rng, max_len = self.rng, self.max_seq_length
-        if self.target_length < max_len:
-            self.stats.short_target_examples += 1
-        if rng.random() < SINGLE_SEGMENT_PROB:
-            target_a = math.inf
-        else:
-            target_a = (self.target_length - 3) // 2
-        a: list[int] = []
-        b: list[int] = []
-        for line in self._lines:
-            # The short-circuit matters: the coin is only flipped when the first two tests fail.
-            if (not a or len(a) + len(line) < target_a
-                    or (not b and len(a) < target_a and rng.random() < 0.5)):
-                a += line
-            else:
-                b += line
-        total = len(a) + len(b)
-        a = a[:max_len - 2]
-        b = b[:max(0, max_len - len(a) - 3)]
-        input_ids = [self.cls_id] + a + [self.sep_id]
-        segment_ids = [0] * len(input_ids)
-        if b:
-            input_ids += b + [self.sep_id]
-            segment_ids += [1] * (len(b) + 1)
-        else:
-            self.stats.single_segment_examples += 1
-        self.stats.examples += 1
-        self.stats.example_tokens += len(input_ids)
-        self.stats.discarded_tokens += total - len(a) - len(b)
-
-        self._lines, self._length = [], 0
-        if rng.random() < SHORT_TARGET_PROB:
-            self.target_length = rng.randint(MIN_SEQ_LENGTH, max_len)
-        else:
-            self.target_length = max_len
-        return input_ids, segment_ids
-
-
-def serialize_example(input_ids: Sequence[int], segment_ids: Sequence[int], max_seq_length: int,
-                      pad_id: int = 0) -> bytes:
-    """A tf.train.Example with `input_ids`, `input_mask`, `segment_ids` (int64, padded)."""
-    import tensorflow as tf
-
-    padding = max_seq_length - len(input_ids)
-    if padding < 0:
-        raise ValueError(f"example of length {len(input_ids)} exceeds {max_seq_length}")
-
-    def feature(values):
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
-
-    return tf.train.Example(features=tf.train.Features(feature={
-        "input_ids": feature(list(input_ids) + [pad_id] * padding),
-        "input_mask": feature([1] * len(input_ids) + [0] * padding),
-        "segment_ids": feature(list(segment_ids) + [0] * padding),
-    })).SerializeToString(deterministic=True)  # map order: sorted keys, byte-identical
-
-
-def feature_spec(max_seq_length: int) -> dict:
-    """`tf.io.parse_example` spec of the shards: three int64 features of length max_seq_length."""
-    import tensorflow as tf
-    return {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in FEATURES}
-
-
-def read_examples(paths: Sequence[str], max_seq_length: int):
-    """A tf.data.Dataset of parsed examples (dicts of int64 [max_seq_length]), in file order."""
-    import tensorflow as tf
-    spec = feature_spec(max_seq_length)
-    return tf.data.TFRecordDataset(list(paths)).map(lambda x: tf.io.parse_single_example(x, spec))
-
-
-# ---------------------------------------------------------------------------------------------
-# Work units, shards, metadata
-
-
-@dataclasses.dataclass(frozen=True)
-class TfdsBlock:
-    """Slice `index` of `count` even slices of a TFDS split."""
-
-    name: str
-    split: str
-    text_key: str
-    data_dir: str | None
-    index: int = 0
-    count: int = 1
-
-    @property
-    def key(self) -> str:
-        return f"tfds{self.index}"
-
-    def documents(self) -> Iterator[list[str]]:
-        split = self.split
-        if self.count > 1:
-            import tensorflow_datasets as tfds
-            split = tfds.even_splits(self.split, n=self.count)[self.index]
-        return corpus_lib.tfds_documents(self.name, split, self.text_key, self.data_dir)
-
-
-def _unit_documents(unit) -> Iterator[list[str]]:
-    if isinstance(unit, corpus_lib.TextBlock):
-        return corpus_lib.read_block_documents(unit)
-    return unit.documents()
-
-
-def shard_name(index: int, num_shards: int) -> str:
-    return f"{SHARD_PREFIX}-{index}-of-{num_shards}"
-
-
-def choose_num_shards(corpus_bytes: int, num_processes: int, num_units: int,
-                      requested: int | None = None) -> int:
-    """The shard count: `requested`, or about one per 256 MiB of text.
-
-    The default is at least `num_processes` (every process has a shard to write), at most 1000
-    (the original's fixed count, which starves small corpora) and at most `num_units` (more
-    shards than work units would leave some empty).
-    """
-    if requested is not None:
-        if requested < 1:
-            raise DatasetBuildError(f"num_shards must be positive, got {requested}")
-        return requested
-    count = max(math.ceil(corpus_bytes / SHARD_BYTES), num_processes)
-    return max(1, min(count, MAX_SHARDS, num_units))
-
-
-def assign_units(sizes: Sequence[int], num_shards: int) -> list[list[int]]:
-    """Unit indices per shard: largest unit first to the least-loaded shard (ties: lower index).
-
-    Deterministic, and independent of the number of processes. Each shard's list is sorted.
-    """
-    loads = [(0, shard) for shard in range(num_shards)]
-    shards: list[list[int]] = [[] for _ in range(num_shards)]
-    for unit in sorted(range(len(sizes)), key=lambda u: (-sizes[u], u)):
-        load, shard = min(loads)
-        loads[shard] = (load + max(sizes[unit], 1), shard)
-        shards[shard].append(unit)
-    return [sorted(units) for units in shards]
-
-
-def vocab_sha256(path: str) -> str:
-    import tensorflow as tf
-    with tf.io.gfile.GFile(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
-def load_metadata(directory: str) -> dict:
-    """The metadata of a finished build; DatasetBuildError when there is none."""
-    import tensorflow as tf
-    path = os.path.join(directory, METADATA_FILE)
-    if not tf.io.gfile.exists(path):
-        raise DatasetBuildError(f"{directory} has no {METADATA_FILE}: not a finished "
-                                "pretraining-data build (run electra_tf.build_pretraining_dataset)")
-    with tf.io.gfile.GFile(path) as f:
-        return json.load(f)
-
-
 def existing_outputs(output_dir: str) -> list[str]:
     """Shards (finished or not) and metadata of an earlier build in `output_dir`."""
-    pattern = os.path.join(corpus_lib.glob_escape(output_dir), SHARD_PREFIX + "-*")
-    metadata = os.path.join(output_dir, METADATA_FILE)
+    pattern = os.path.join(corpus_lib.glob_escape(output_dir), records.SHARD_PREFIX + "-*")
+    metadata = os.path.join(output_dir, records.METADATA_FILE)
     if corpus_lib.is_remote(output_dir):
         import tensorflow as tf
         if not tf.io.gfile.isdir(output_dir):
@@ -294,8 +59,17 @@ def existing_outputs(output_dir: str) -> list[str]:
     return sorted(glob.glob(pattern)) + ([metadata] if os.path.exists(metadata) else [])
 
 
+def load_metadata(directory: str) -> dict:
+    """The metadata of a finished build; DatasetBuildError when there is none."""
+    metadata = records.read_metadata(directory)
+    if metadata is None:
+        raise DatasetBuildError(f"{directory} has no {records.METADATA_FILE}: not a finished "
+                                "pretraining-data build (run electra_tf.build_pretraining_dataset)")
+    return metadata
+
+
 # ---------------------------------------------------------------------------------------------
-# Writing shards (in this process or in worker processes)
+# Writing shard groups (in this process or in worker processes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -307,18 +81,22 @@ class BuildSettings:
     strip_accents: bool
     seed: int
     num_shards: int
+    replace_invalid_utf8: bool = False
 
 
 @dataclasses.dataclass
-class ShardResult:
+class GroupResult:
+    """What writing one shard group produced: its shard files and their example counts."""
+
     index: int
-    path: str
+    paths: list[str]
+    examples_per_shard: list[int]
     stats: PackingStats
     seconds: float
 
 
 class ShardWriter:
-    """Tokenizes and packs work units and writes shards; one per process."""
+    """Tokenizes and packs work units and writes shard groups; one per process."""
 
     def __init__(self, settings: BuildSettings):
         import tensorflow as tf
@@ -334,7 +112,7 @@ class ShardWriter:
         # it costs about 1 s in every process.
         self._tokenize = tf.function(tokenizer.tokenize, autograph=False,
                                      input_signature=[tf.TensorSpec([None], tf.string)])
-        self.tokenize(["warm up"])  # trace now: shard timings then measure steady-state work
+        self.tokenize(["warm up"])  # trace now: group timings then measure steady-state work
 
     def tokenize(self, lines: list[str]) -> list[list[int]]:
         """WordPiece ids per line, in one in-graph call."""
@@ -346,31 +124,55 @@ class ShardWriter:
         splits = ragged.row_splits.numpy().tolist()
         return [flat[start:end] for start, end in zip(splits[:-1], splits[1:])]
 
-    def write_shard(self, index: int, units: Sequence, report: Callable[[PackingStats], None]
-                    ) -> ShardResult:
+    def examples(self, unit, report: Callable[[PackingStats], None]
+                 ) -> Iterator[tuple[list[int], list[int]]]:
+        """The (input ids, segment ids) of one work unit, packed with the unit's own stream."""
+        s = self.settings
+        rng = random.Random(f"electra_tf:{s.seed}:{unit.key}")
+        packer = ExamplePacker(s.max_seq_length, self.special.cls, self.special.sep, rng)
+        invalid_lines = []
+        on_invalid = invalid_lines.append if s.replace_invalid_utf8 else None
+        for batch in _batches(unit.documents(on_invalid), TOKENIZE_BATCH_LINES):
+            before = dataclasses.replace(packer.stats)
+            ids = iter(self.tokenize([line for document in batch for line in document]))
+            for document in batch:
+                yield from packer.add_document([next(ids) for _ in document])
+            packer.stats.invalid_utf8_lines += len(invalid_lines)
+            invalid_lines.clear()
+            report(packer.stats.minus(before))
+
+    def write_group(self, group: build_plan.ShardGroup, report: Callable[[PackingStats], None]
+                    ) -> GroupResult:
+        """Writes the group's shards: example j of its units' stream to its (j mod n)-th shard."""
         import tensorflow as tf
 
         start_time = time.perf_counter()
         s = self.settings
-        path = os.path.join(s.output_dir, shard_name(index, s.num_shards))
-        incomplete = path + ".incomplete"
+        paths = [os.path.join(s.output_dir, records.shard_name(i, s.num_shards))
+                 for i in group.shards]
+        writers = [tf.io.TFRecordWriter(path + ".incomplete") for path in paths]
+        counts = [0] * len(paths)
         stats = PackingStats()
-        with tf.io.TFRecordWriter(incomplete) as writer:
-            for unit in units:
-                rng = random.Random(f"electra_tf:{s.seed}:{unit.key}")
-                packer = ExamplePacker(s.max_seq_length, self.special.cls, self.special.sep, rng)
-                for batch in _batches(_unit_documents(unit), TOKENIZE_BATCH_LINES):
-                    before = dataclasses.replace(packer.stats)
-                    ids = iter(self.tokenize([line for document in batch for line in document]))
-                    for document in batch:
-                        for input_ids, segment_ids in packer.add_document(
-                                [next(ids) for _ in document]):
-                            writer.write(serialize_example(input_ids, segment_ids,
-                                                           s.max_seq_length, self.special.pad))
-                    report(packer.stats.minus(before))
-                stats.add(packer.stats)
-        tf.io.gfile.rename(incomplete, path, overwrite=True)
-        return ShardResult(index, path, stats, time.perf_counter() - start_time)
+        written = 0
+
+        def count(delta: PackingStats) -> None:
+            stats.add(delta)
+            report(delta)
+
+        try:
+            for unit in group.units:
+                for input_ids, segment_ids in self.examples(unit, count):
+                    shard = written % len(writers)
+                    writers[shard].write(records.serialize_example(
+                        input_ids, segment_ids, s.max_seq_length, self.special.pad))
+                    counts[shard] += 1
+                    written += 1
+        finally:
+            for writer in writers:
+                writer.close()
+        for path in paths:
+            tf.io.gfile.rename(path + ".incomplete", path, overwrite=True)
+        return GroupResult(group.index, paths, counts, stats, time.perf_counter() - start_time)
 
 
 def _batches(documents: Iterable[list[str]], max_lines: int) -> Iterator[list[list[str]]]:
@@ -398,8 +200,8 @@ def _init_worker(settings: BuildSettings, progress_queue) -> None:
     _WORKER["queue"] = progress_queue
 
 
-def _worker_write_shard(index: int, units: Sequence) -> ShardResult:
-    return _WORKER["writer"].write_shard(index, units, _WORKER["queue"].put)
+def _worker_write_group(group: build_plan.ShardGroup) -> GroupResult:
+    return _WORKER["writer"].write_group(group, _WORKER["queue"].put)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -413,7 +215,8 @@ class BuildSummary:
     stats: PackingStats
     seconds: float
     num_processes: int
-    busy_seconds: float  # summed over shards, process start-up excluded
+    busy_seconds: float  # summed over shard groups, process start-up excluded
+    num_units: int
 
     @property
     def tokens_per_s(self) -> float:
@@ -461,13 +264,21 @@ def build_pretraining_data(
     tfds_data_dir: str | None = None, max_seq_length: int = 128,
     num_processes: int | None = None, num_shards: int | None = None, lower_case: bool = True,
     strip_accents: bool | None = None, seed: int = 0, overwrite: bool = False,
-    log_every_s: float = 10.0,
+    replace_invalid_utf8: bool = False, log_every_s: float = 10.0,
+    block_bytes: int = corpus_lib.BLOCK_BYTES,
 ) -> BuildSummary:
     """Builds pretraining TFRecords from text files (`corpus`) or a TFDS dataset (`tfds_name`).
 
+    Args (the less obvious ones):
+      num_shards: default `build_plan.choose_num_shards` (64 to 1,000 by corpus size).
+      replace_invalid_utf8: replace bytes that are not UTF-8 (and count the lines) instead of
+        refusing the corpus.
+      block_bytes: size of the text work units (tests and benchmarks shrink it).
+
     Raises DatasetBuildError (bad settings, output already there without `overwrite`),
-    corpus.CorpusError (nothing matches, no text) or tokenization.VocabularyError. Everything
-    is checked before anything is deleted or written.
+    corpus.CorpusError (nothing matches, no text, bytes that are not UTF-8) or
+    tokenization.VocabularyError. Settings and the output directory are checked before anything
+    is deleted or written; a build that fails midway removes the shards it wrote.
     """
     start_time = time.perf_counter()
     # Cheap checks first: they need neither TensorFlow nor the vocabulary.
@@ -486,6 +297,8 @@ def build_pretraining_data(
     if corpus is not None:
         files = corpus_lib.corpus_files(corpus)
         corpus_lib.check_has_text(files)
+    if corpus_lib.is_file(output_dir):
+        raise DatasetBuildError(f"output directory {output_dir} is an existing file")
     existing = existing_outputs(output_dir)
     if existing and not overwrite:
         raise DatasetBuildError(
@@ -500,91 +313,91 @@ def build_pretraining_data(
     vocabulary = load_vocabulary(vocab_file)
     specials = special_ids(vocabulary, source=vocab_file)
     if corpus is not None:
-        units = corpus_lib.split_into_blocks(files)
-        sizes = [unit.size for unit in units]
-        corpus_bytes = sum(sizes)
+        units = corpus_lib.split_into_blocks(files, block_bytes)
+        corpus_bytes = sum(unit.size for unit in units)
         corpus_info = {"files": files, "bytes": corpus_bytes}
     else:
         num_examples = corpus_lib.check_tfds(tfds_name, tfds_split, tfds_text_key, tfds_data_dir)
         count = max(1, math.ceil(num_examples / TFDS_EXAMPLES_PER_UNIT))
-        units = [TfdsBlock(tfds_name, tfds_split, tfds_text_key, tfds_data_dir, i, count)
-                 for i in range(count)]
-        sizes = [1] * count
+        units = [corpus_lib.TfdsBlock(tfds_name, tfds_split, tfds_text_key, tfds_data_dir, i,
+                                      count) for i in range(count)]
         corpus_bytes = corpus_lib.tfds_split_bytes(tfds_name, tfds_split, tfds_data_dir)
         corpus_info = {"tfds": {"name": tfds_name, "split": tfds_split, "text_key": tfds_text_key},
                        "bytes": corpus_bytes}
 
-    num_shards = choose_num_shards(corpus_bytes, num_processes, len(units), num_shards)
-    if num_shards > len(units):
-        logging.warning("%d shards for %d work units: %d shards will be empty", num_shards,
-                        len(units), num_shards - len(units))
+    num_shards = build_plan.choose_num_shards(corpus_bytes, max_seq_length, num_shards)
+    groups = build_plan.plan_shard_groups(units, num_shards, seed)
     if existing:
         logging.info("--overwrite: deleting %d files of an earlier build in %s",
                      len(existing), output_dir)
         for path in existing:
             tf.io.gfile.remove(path)
+    created_output_dir = not tf.io.gfile.isdir(output_dir)
     tf.io.gfile.makedirs(output_dir)
 
     settings = BuildSettings(vocab_file, output_dir, max_seq_length, lower_case, strip_accents,
-                             seed, num_shards)
-    assignment = assign_units(sizes, num_shards)
-    tasks = [(index, [units[u] for u in unit_ids]) for index, unit_ids in enumerate(assignment)]
-    workers = min(num_processes, num_shards)
+                             seed, num_shards, replace_invalid_utf8)
+    workers = min(num_processes, len(groups))
     if auto_processes and corpus_bytes:
         workers = min(workers, max(1, math.ceil(corpus_bytes / AUTO_BYTES_PER_PROCESS)))
-    logging.info("building %d shards from %d work units (%s bytes) with %d processes",
-                 num_shards, len(units), f"{corpus_bytes:,}", workers)
+    logging.info("building %d shards in %d groups from %d work units (%s bytes) with %d "
+                 "processes", num_shards, len(groups), len(units), f"{corpus_bytes:,}", workers)
     progress = _Progress(log_every_s)
     try:
         if workers == 1:
             writer = ShardWriter(settings)
-            results = [writer.write_shard(index, shard_units, progress.add)
-                       for index, shard_units in tasks]
+            results = [writer.write_group(group, progress.add) for group in groups]
         else:
-            results = _write_in_processes(settings, tasks, workers, progress)
+            results = _write_in_processes(settings, groups, workers, progress)
     except BaseException:
+        # Nothing of an earlier build is left in output_dir: every shard file is this build's.
         for path in tf.io.gfile.glob(os.path.join(corpus_lib.glob_escape(output_dir),
-                                                  SHARD_PREFIX + "-*.incomplete")):
+                                                  records.SHARD_PREFIX + "-*")):
             tf.io.gfile.remove(path)
+        if created_output_dir and not tf.io.gfile.listdir(output_dir):
+            tf.io.gfile.rmtree(output_dir)
         raise
-    results.sort(key=lambda r: r.index)
 
     total = PackingStats()
     for result in results:
         total.add(result.stats)
     if not total.examples:
         raise corpus_lib.CorpusError("the corpus produced no examples (no line has a token)")
-    metadata = {
-        "format": "electra_tf pretraining examples v1",
-        "features": {name: ["int64", max_seq_length] for name in FEATURES},
+    shards = sorted(((path, count) for r in results
+                     for path, count in zip(r.paths, r.examples_per_shard)),
+                    key=lambda item: _shard_index(item[0]))
+    if total.invalid_utf8_lines:
+        logging.warning("%d lines held bytes that are not UTF-8: replaced by U+FFFD, which the "
+                        "tokenizer removes (--replace_invalid_utf8)", total.invalid_utf8_lines)
+    records.write_metadata(output_dir, {
+        "features": {name: ["int64", max_seq_length] for name in records.FEATURES},
         "max_seq_length": max_seq_length,
         "vocab_file": vocab_file,
         "vocab_size": len(vocabulary),
-        "vocab_sha256": vocab_sha256(vocab_file),
+        "vocab_sha256": records.vocab_sha256(vocab_file),
         "lower_case": lower_case,
         "strip_accents": strip_accents,
         "special_token_ids": specials._asdict(),
         "seed": seed,
         "corpus": corpus_info,
         "num_shards": num_shards,
-        "shards": [{"file": os.path.basename(r.path), "examples": r.stats.examples}
-                   for r in results],
+        "shard_groups": len(groups),
+        "shards": [{"file": os.path.basename(path), "examples": count} for path, count in shards],
         **dataclasses.asdict(total),
-    }
-    metadata_path = os.path.join(output_dir, METADATA_FILE)
-    with tf.io.gfile.GFile(metadata_path + ".incomplete", "w") as f:
-        f.write(json.dumps(metadata, indent=1) + "\n")
-    tf.io.gfile.rename(metadata_path + ".incomplete", metadata_path, overwrite=True)
-
-    summary = BuildSummary(output_dir, [r.path for r in results], total,
+    })
+    summary = BuildSummary(output_dir, [path for path, _ in shards], total,
                            time.perf_counter() - start_time, workers,
-                           sum(r.seconds for r in results))
+                           sum(r.seconds for r in results), len(units))
     logging.info("done: %s", summary.line())
     return summary
 
 
-def _write_in_processes(settings: BuildSettings, tasks, workers: int, progress: _Progress
-                        ) -> list[ShardResult]:
+def _shard_index(path: str) -> int:
+    return int(path.rsplit("-", 3)[-3])
+
+
+def _write_in_processes(settings: BuildSettings, groups: list[build_plan.ShardGroup],
+                        workers: int, progress: _Progress) -> list[GroupResult]:
     # spawn: TensorFlow is not fork-safe. A dead worker fails the build (BrokenProcessPool)
     # instead of hanging it.
     context = multiprocessing.get_context("spawn")
@@ -602,8 +415,7 @@ def _write_in_processes(settings: BuildSettings, tasks, workers: int, progress: 
             workers, mp_context=context, initializer=_init_worker,
             initargs=(settings, progress_queue)) as executor:
         try:
-            pending = {executor.submit(_worker_write_shard, index, units)
-                       for index, units in tasks}
+            pending = {executor.submit(_worker_write_group, group) for group in groups}
             while pending:
                 done, pending = concurrent.futures.wait(pending, timeout=0.5)
                 drain()

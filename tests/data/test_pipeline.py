@@ -7,7 +7,8 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.config import ObjectiveConfig
-from electra_tf.data.pipeline import DataError, check_metadata, list_shards, make_dataset
+from electra_tf.data.pipeline import (DataError, check_sequence_length, find_unreadable_shard,
+                                      list_shards, make_dataset, read_data_metadata)
 from tests.run_helpers import write_records
 
 OBJECTIVE = ObjectiveConfig(cls_token_id=2, sep_token_id=3, mask_token_id=4)
@@ -66,7 +67,33 @@ def test_each_input_pipeline_reads_its_own_files(shards):
 def test_metadata_with_another_sequence_length_is_refused(shards):
     (shards / "metadata.json").write_text(json.dumps({"max_seq_length": 48}))
     try:
+        metadata = read_data_metadata(list_shards(str(shards)))
+        assert metadata == {str(shards): {"max_seq_length": 48}}
         with pytest.raises(DataError, match="built with max_seq_length 48"):
-            check_metadata(list_shards(str(shards)), 32)
+            check_sequence_length(metadata, 32)
+        check_sequence_length(metadata, 48)
     finally:
         (shards / "metadata.json").unlink()
+
+
+def test_shuffle_buffer_holds_at_least_two_batches(shards):
+    files = list_shards(str(shards))
+    in_read_order = next(iter(make_dataset(files, 50, 32, OBJECTIVE, training=False)))
+    # A buffer of 1 would pass records through in read order; the buffer of 100 (2 batches)
+    # draws the first batch from the first 100 records read.
+    shuffled = next(iter(make_dataset(files, 50, 32, OBJECTIVE, shuffle_buffer=1)))
+    rows = lambda batch: {tuple(r) for r in batch["input_mask"].numpy()}
+    assert rows(shuffled) != rows(in_read_order)
+
+
+def test_unreadable_shard_is_named(shards, tmp_path):
+    files = list_shards(str(shards))
+    assert find_unreadable_shard(files, 32) is None
+    assert "does not hold input_ids/input_mask/segment_ids of length 48" in find_unreadable_shard(
+        files, 48)
+    corrupt = tmp_path / "pretrain_data.tfrecord-9-of-9"
+    data = bytearray(open(files[1], "rb").read())
+    data[40] ^= 0xFF
+    corrupt.write_bytes(bytes(data))
+    message = find_unreadable_shard([files[0], str(corrupt), files[2]], 32)
+    assert message.startswith(f"{corrupt} is corrupt or truncated"), message

@@ -16,7 +16,10 @@ import numpy as np
 import pytest
 
 from electra_tf.data import corpus as corpus_lib
+from electra_tf.data import build_plan
+from electra_tf.data import example_packing as packing
 from electra_tf.data import pretraining_data as pd
+from electra_tf.data import pretraining_records as records
 from electra_tf.data.corpus import CorpusError
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -67,7 +70,7 @@ def build(fixture, output_dir, **kwargs):
 
 def read_all(shards, max_len=MAX_LEN):
     return [{k: v for k, v in example.items()}
-            for example in pd.read_examples(shards, max_len).as_numpy_iterator()]
+            for example in records.read_examples(shards, max_len).as_numpy_iterator()]
 
 
 def document_of(token_id, vocab):
@@ -108,7 +111,7 @@ def test_segment_split_follows_the_original_rule():
     # target 32 -> A's target (32 - 3) // 2 = 14. Random draws in order: single-segment coin
     # (0.5: no), coin for line 3 (0.4 < 0.5: A), short-target coin after the example (0.9: no).
     rng = ScriptedRng([0.5, 0.4, 0.9])
-    packer = pd.ExamplePacker(32, cls_id=2, sep_id=3, rng=rng)
+    packer = packing.ExamplePacker(32, cls_id=2, sep_id=3, rng=rng)
     lines = [line(100, 5), line(200, 5), line(300, 5), line(400, 5), line(500, 20)]
     [(ids, segments)] = packer.add_document(lines)
     a = line(100, 5) + line(200, 5) + line(300, 5)  # 5, 5 fit under 14; 5 more on the coin
@@ -123,7 +126,7 @@ def test_segment_split_follows_the_original_rule():
 def test_a_later_short_line_still_goes_to_segment_a():
     # The original's quirk: once B has started, a line that fits under A's target joins A.
     rng = ScriptedRng([0.5, 0.7, 0.9])  # not single; coin for line 3 says B; no short target
-    packer = pd.ExamplePacker(32, cls_id=2, sep_id=3, rng=rng)
+    packer = packing.ExamplePacker(32, cls_id=2, sep_id=3, rng=rng)
     [(ids, segments)] = packer.add_document([line(100, 5), line(200, 5), line(300, 8),
                                              line(400, 1)])
     assert ids == [2] + line(100, 5) + line(200, 5) + line(400, 1) + [3] + line(300, 8) + [3]
@@ -132,7 +135,7 @@ def test_a_later_short_line_still_goes_to_segment_a():
 
 def test_single_segment_example_takes_everything_into_a():
     rng = ScriptedRng([0.05, 0.9])  # single-segment coin < 0.1
-    packer = pd.ExamplePacker(16, cls_id=2, sep_id=3, rng=rng)
+    packer = packing.ExamplePacker(16, cls_id=2, sep_id=3, rng=rng)
     [(ids, segments)] = packer.add_document([line(100, 6), line(200, 6), line(300, 6)])
     assert ids == [2] + (line(100, 6) + line(200, 6) + line(300, 6))[:14] + [3]  # A cut to 14
     assert segments == [0] * 16
@@ -140,7 +143,7 @@ def test_single_segment_example_takes_everything_into_a():
 
 
 def test_overflow_is_discarded_not_carried_over():
-    packer = pd.ExamplePacker(16, cls_id=2, sep_id=3, rng=random.Random(0))
+    packer = packing.ExamplePacker(16, cls_id=2, sep_id=3, rng=random.Random(0))
     examples = packer.add_document([line(100, 40)])
     # The 40-token line fills one example (A cut to 16 - 2); the rest does not start another.
     assert [ids for ids, _ in examples] == [[2] + line(100, 14) + [3]]
@@ -150,7 +153,7 @@ def test_overflow_is_discarded_not_carried_over():
 
 def test_examples_are_emitted_at_the_target_and_at_document_ends():
     rng = ScriptedRng([0.5, 0.9, 0.5, 0.9, 0.5, 0.9])
-    packer = pd.ExamplePacker(16, cls_id=2, sep_id=3, rng=rng)
+    packer = packing.ExamplePacker(16, cls_id=2, sep_id=3, rng=rng)
     # 10 + 10 tokens reach the target 16 after line 2; line 3 is left for the document end.
     examples = packer.add_document([line(100, 10), line(200, 10), line(300, 3)])
     assert [ids[1] for ids, _ in examples] == [100, 300]
@@ -163,7 +166,7 @@ def test_short_target_after_an_example():
     # Example 1 (lines 1-2, 34 tokens: A = 30 cut to 30, B cut to 0) is followed by a short
     # target 7; example 2 is emitted once 4 + 4 >= 7; line 5 is flushed at the document end.
     rng = ScriptedRng([0.5, 0.01, 0.5, 0.9, 0.5, 0.9], randints=[7])
-    packer = pd.ExamplePacker(32, cls_id=2, sep_id=3, rng=rng)
+    packer = packing.ExamplePacker(32, cls_id=2, sep_id=3, rng=rng)
     examples = packer.add_document([line(100, 30), line(200, 4), line(300, 4), line(400, 4),
                                     line(500, 4)])
     assert [len(ids) for ids, _ in examples] == [32, 1 + 4 + 1 + 4 + 1, 1 + 4 + 1]
@@ -178,7 +181,7 @@ def test_short_target_after_an_example():
 
 def pack_one_token_lines(seed, num_lines=200_000, max_len=MAX_LEN):
     """One long document of 1-token lines, so an example holds exactly its target's tokens."""
-    packer = pd.ExamplePacker(max_len, cls_id=2, sep_id=3, rng=random.Random(seed))
+    packer = packing.ExamplePacker(max_len, cls_id=2, sep_id=3, rng=random.Random(seed))
     examples = packer.add_document([[10 + i % 50] for i in range(num_lines)])
     return packer, examples
 
@@ -262,7 +265,7 @@ def test_same_seed_same_bytes_other_seed_other_examples(fixture, tmp_path):
     names = [os.path.basename(p) for p in first.shards]
     assert names == ["pretrain_data.tfrecord-0-of-2", "pretrain_data.tfrecord-1-of-2"]
     _, mismatch, errors = filecmp.cmpfiles(tmp_path / "a", tmp_path / "b",
-                                           names + [pd.METADATA_FILE], shallow=False)
+                                           names + [records.METADATA_FILE], shallow=False)
     assert mismatch == [] and errors == []
     assert all(open(p, "rb").read() != open(q, "rb").read()
                for p, q in zip(first.shards, other.shards))
@@ -279,7 +282,7 @@ def test_refuses_to_overwrite_without_the_flag(fixture, tmp_path):
     (out / "notes.txt").write_text("mine")
     build(fixture, out, num_shards=2, overwrite=True)
     # The old 3-shard files are gone (no mix of builds), a foreign file is left alone.
-    assert sorted(os.listdir(out)) == sorted(["notes.txt", pd.METADATA_FILE,
+    assert sorted(os.listdir(out)) == sorted(["notes.txt", records.METADATA_FILE,
                                               "pretrain_data.tfrecord-0-of-2",
                                               "pretrain_data.tfrecord-1-of-2"])
 
@@ -294,7 +297,7 @@ def test_metadata_describes_the_build(fixture, built):
     assert metadata["vocab_sha256"] == vocab_hash
     assert metadata["lower_case"] is True and metadata["strip_accents"] is True
     assert metadata["special_token_ids"] == {"pad": 0, "unk": 1, "cls": 2, "sep": 3, "mask": 4}
-    assert metadata["features"] == {k: ["int64", MAX_LEN] for k in pd.FEATURES}
+    assert metadata["features"] == {k: ["int64", MAX_LEN] for k in records.FEATURES}
     assert metadata["num_shards"] == len(metadata["shards"]) == len(summary.shards)
     assert sum(s["examples"] for s in metadata["shards"]) == metadata["examples"] == len(examples)
     assert metadata["documents"] == len(fixture["documents"])
@@ -315,11 +318,12 @@ def test_cased_build_is_recorded(fixture, tmp_path):
 
 
 def test_several_processes_write_the_same_examples(fixture, tmp_path):
-    parallel = build(fixture, tmp_path / "p2", num_processes=2)  # 2 shards by default
-    serial = build(fixture, tmp_path / "p1", num_processes=1, num_shards=2)
-    one_shard = build(fixture, tmp_path / "p1s", num_processes=1)  # 1 shard by default
-    assert parallel.num_processes == 2 and len(parallel.shards) == 2
-    assert len(one_shard.shards) == 1
+    # 1 KiB work units and 32 shards: 2 shard groups, so 2 processes have work.
+    parallel = build(fixture, tmp_path / "p2", num_processes=2, num_shards=32, block_bytes=1024)
+    serial = build(fixture, tmp_path / "p1", num_processes=1, num_shards=32, block_bytes=1024)
+    one_shard = build(fixture, tmp_path / "p1s", num_processes=1, num_shards=1, block_bytes=1024)
+    assert parallel.num_processes == 2 and len(parallel.shards) == 32
+    assert pd.load_metadata(parallel.output_dir)["shard_groups"] == 2
     for p, q in zip(parallel.shards, serial.shards):
         assert filecmp.cmp(p, q, shallow=False)
     # Different shard counts distribute the same examples differently.
@@ -328,13 +332,14 @@ def test_several_processes_write_the_same_examples(fixture, tmp_path):
         one_shard.shards)))
 
 
-def test_small_corpus_gets_one_process_by_default(fixture, tmp_path):
-    # Starting a worker costs seconds; with the default --num_processes a corpus of a few KB is
-    # built in this process, into the shard count the CPU count asks for (the output is the
-    # same as with that many processes).
+def test_small_corpus_gets_one_process_and_few_shards_by_default(fixture, tmp_path):
+    # Starting a worker costs seconds: a corpus of a few KB is built in this process, into as
+    # many shards as give each about 100 examples.
     summary = build(fixture, tmp_path / "auto", num_processes=None)
     assert summary.num_processes == 1
-    assert len(summary.shards) == min(os.cpu_count(), 4)  # 4 files: 4 work units
+    corpus_bytes = pd.load_metadata(summary.output_dir)["corpus"]["bytes"]
+    assert len(summary.shards) == build_plan.choose_num_shards(corpus_bytes, MAX_LEN) == 2
+    assert summary.stats.examples / len(summary.shards) >= 50
 
 
 def test_bad_settings_are_refused(fixture, tmp_path):
@@ -353,23 +358,46 @@ def test_bad_settings_are_refused(fixture, tmp_path):
 
 def test_shard_count_heuristic():
     mib = 1 << 20
-    assert pd.choose_num_shards(5 * mib, num_processes=2, num_units=5) == 2
-    assert pd.choose_num_shards(5 * mib, num_processes=8, num_units=5) == 5  # never empty
-    assert pd.choose_num_shards(10 * 1024 * mib, num_processes=2, num_units=10240) == 40
-    assert pd.choose_num_shards(1024 * 1024 * mib, num_processes=2, num_units=10 ** 6) == 1000
-    assert pd.choose_num_shards(0, num_processes=1, num_units=1) == 1
-    assert pd.choose_num_shards(5 * mib, 2, 5, requested=7) == 7
-    with pytest.raises(pd.DatasetBuildError):
-        pd.choose_num_shards(5 * mib, 2, 5, requested=0)
+    # 64 shards once the corpus gives each about 100 examples, then one per 16 MiB, at most 1000.
+    assert build_plan.choose_num_shards(5 * mib, 128) == 64
+    assert build_plan.choose_num_shards(mib, 128) == 16  # 1 MiB: ~1,600 examples
+    assert build_plan.choose_num_shards(10 * 1024 * mib, 128) == 640
+    assert build_plan.choose_num_shards(1024 * 1024 * mib, 128) == 1000
+    assert build_plan.choose_num_shards(0, 128) == 1
+    assert build_plan.choose_num_shards(5 * mib, 128, requested=7) == 7
+    with pytest.raises(ValueError):
+        build_plan.choose_num_shards(5 * mib, 128, requested=0)
 
 
-def test_units_are_balanced_over_shards():
-    sizes = [100, 10, 10, 50, 50, 40, 30, 5]
-    shards = pd.assign_units(sizes, 3)
-    assert sorted(u for s in shards for u in s) == list(range(len(sizes)))
-    loads = [sum(sizes[u] for u in s) for s in shards]
-    assert max(loads) - min(loads) <= 10
-    assert pd.assign_units(sizes, 3) == shards  # deterministic
+def test_units_are_shuffled_and_dealt_to_groups_of_interleaved_shards():
+    units = list(range(200))
+    groups = build_plan.plan_shard_groups(units, num_shards=64, seed=0)
+    assert len(groups) == 4  # at least 16 shards per group
+    assert [g.shards for g in groups] == [tuple(range(g, 64, 4)) for g in range(4)]
+    assert sorted(u for g in groups for u in g.units) == units
+    assert [len(g.units) for g in groups] == [50] * 4
+    for group in groups:  # each group samples the whole corpus, in random order
+        assert min(group.units) < 20 and max(group.units) >= 180
+        assert list(group.units) != sorted(group.units)
+    assert build_plan.plan_shard_groups(units, 64, seed=0) == groups  # deterministic
+    assert build_plan.plan_shard_groups(units, 64, seed=1) != groups
+    assert len(build_plan.plan_shard_groups(units, 10_000, 0)) == build_plan.MAX_GROUPS
+    assert len(build_plan.plan_shard_groups(units[:3], 1000, 0)) == 3  # no group without a unit
+    assert len(build_plan.plan_shard_groups(units, 8, 0)) == 1
+
+
+def test_shards_sample_the_whole_corpus_round_robin(fixture, tmp_path):
+    summary = build(fixture, tmp_path / "rr", num_shards=4, block_bytes=512)
+    vocab = fixture["vocab"]
+    documents_per_shard = [
+        [document_of(int(e["input_ids"][1]), vocab) for e in read_all([path])]
+        for path in summary.shards]
+    counts = [len(d) for d in documents_per_shard]
+    assert max(counts) - min(counts) <= 1  # round-robin
+    num_documents = len(fixture["documents"])
+    for documents in documents_per_shard:
+        # Every shard holds documents from every quarter of the corpus.
+        assert {4 * d // num_documents for d in documents} == {0, 1, 2, 3}
 
 
 # ---------------------------------------------------------------------------------------------
