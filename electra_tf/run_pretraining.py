@@ -36,8 +36,13 @@ flags.DEFINE_string("data", None, "TFRecord shards (glob, comma-separated globs 
 flags.DEFINE_string("eval_data", None, "Held-out TFRecord shards: the discriminator's AUC and "
                     "the losses on run.eval_batches batches of them every run.eval_every_steps "
                     "steps and at the end. Default: none (the demo holds out every 10th document).")
-flags.DEFINE_string("vocab_file", None, "vocab.txt of the data; sets vocab_size and the ids of "
-                    "[PAD] [UNK] [CLS] [SEP] [MASK]. Default: run.vocab_file of the config.")
+flags.DEFINE_string("vocab_file", None, "vocab.txt the data was built with. The vocabulary size "
+                    "and the ids of [PAD] [CLS] [SEP] [MASK] come from the data's metadata.json; "
+                    "this file is checked against it, and needed only for data without one. "
+                    "Default: run.vocab_file of the config.")
+flags.DEFINE_bool("assume_bert_vocabulary", False, "For data without metadata.json and without "
+                  "--vocab_file: assume BERT's uncased vocabulary (30,522 tokens, [CLS]=101 "
+                  "[SEP]=102 [MASK]=103) instead of refusing to start.")
 flags.DEFINE_string("model_dir", None, "Run directory: checkpoints, TensorBoard events, config, "
                     "export. Default: runs/electra_<config name> without --data (runs/electra_demo); "
                     "required with --data.")
@@ -84,28 +89,46 @@ def _prepare_demo_data(run_dir: str) -> tuple[str, str, str]:
             vocab_file)
 
 
-def _resolve_config(demo: bool):
+def _user_settings(config, overrides: list[str]) -> dict[str, int]:
+    """Vocabulary-related config values the user set: through --override, or (special ids) a
+    config file. Recipes' model.vocab_size is a placeholder for the data's, not a setting."""
+    from electra_tf.config import ObjectiveConfig
+    from electra_tf.data.run_vocabulary import CONFIG_TOKEN_FIELDS
+
+    keys = {override.split("=", 1)[0].strip() for override in overrides}
+    settings = {}
+    if "model.vocab_size" in keys:
+        settings["model.vocab_size"] = config.model.vocab_size
+    for field in CONFIG_TOKEN_FIELDS:
+        value = getattr(config.objective, field)
+        if f"objective.{field}" in keys or value != getattr(ObjectiveConfig, field):
+            settings[f"objective.{field}"] = value
+    return settings
+
+
+def _resolve_config(metadata_by_directory: dict[str, dict]):
+    """The config with the vocabulary size and special ids of the data (run_vocabulary)."""
     from electra_tf.config import load_config
-    from electra_tf.data.tokenization import load_vocabulary, special_ids
+    from electra_tf.data import run_vocabulary
 
     overrides = list(FLAGS.override)
     if FLAGS.train_steps is not None:
         overrides.append(f"optimizer.train_steps={FLAGS.train_steps}")
     config = load_config(FLAGS.config or "pretrain/demo", overrides=overrides)
-    vocab_file = FLAGS.vocab_file or config.run.vocab_file
-    if vocab_file:
-        vocabulary = load_vocabulary(vocab_file)
-        ids = special_ids(vocabulary, source=vocab_file)
-        config = dataclasses.replace(
-            config,
-            model=dataclasses.replace(config.model, vocab_size=len(vocabulary)),
-            objective=dataclasses.replace(config.objective, pad_token_id=ids.pad, cls_token_id=ids.cls,
-                                          sep_token_id=ids.sep, mask_token_id=ids.mask),
-            run=dataclasses.replace(config.run, vocab_file=vocab_file))
-    elif not demo:
-        logging.warning("no --vocab_file: assuming BERT's special ids ([CLS]=%d [SEP]=%d [MASK]=%d)",
-                        config.objective.cls_token_id, config.objective.sep_token_id,
-                        config.objective.mask_token_id)
+    vocabulary = run_vocabulary.resolve(metadata_by_directory,
+                                        FLAGS.vocab_file or config.run.vocab_file,
+                                        FLAGS.assume_bert_vocabulary)
+    settings = _user_settings(config, list(FLAGS.override))
+    run_vocabulary.check_user_settings(vocabulary, settings)
+    logging.info("vocabulary: %s", vocabulary.describe())
+    ids = vocabulary.ids
+    config = dataclasses.replace(
+        config,
+        model=dataclasses.replace(config.model, vocab_size=settings.get("model.vocab_size",
+                                                                        vocabulary.size)),
+        objective=dataclasses.replace(config.objective, pad_token_id=ids.pad, cls_token_id=ids.cls,
+                                      sep_token_id=ids.sep, mask_token_id=ids.mask),
+        run=dataclasses.replace(config.run, vocab_file=vocabulary.vocab_file or ""))
     return config.validate()
 
 
@@ -150,6 +173,8 @@ def run() -> int:
     model_dir = FLAGS.model_dir or (f"runs/electra_{config_name}" if demo else None)
     if model_dir is None:
         raise RunError("--model_dir is required with --data")
+    if tf.io.gfile.exists(model_dir) and not tf.io.gfile.isdir(model_dir):
+        raise RunError(f"--model_dir {model_dir} is an existing file, not a directory")
     distribution.split_cpu(FLAGS.cpu_devices)
     if FLAGS.deterministic:
         tf.config.experimental.enable_op_determinism()
@@ -158,12 +183,12 @@ def run() -> int:
         data, demo_eval_data, vocab_file = _prepare_demo_data(model_dir)
         eval_data = eval_data or demo_eval_data
         FLAGS.vocab_file = FLAGS.vocab_file or vocab_file
-    config = _resolve_config(demo)
     files = pipeline.list_shards(data)
-    pipeline.check_metadata(files, config.run.max_seq_length, config.model.vocab_size)
     eval_files = pipeline.list_shards(eval_data) if eval_data else []
+    metadata = pipeline.read_data_metadata(files + eval_files)
+    config = _resolve_config(metadata)
+    pipeline.check_sequence_length(metadata, config.run.max_seq_length)
     if eval_files:
-        pipeline.check_metadata(eval_files, config.run.max_seq_length, config.model.vocab_size)
         batch = config.run.train_batch_size
         records = sum(1 for _ in tf.data.TFRecordDataset(eval_files).take(batch))
         if records < batch:  # evaluation drops partial batches: it would have nothing to read
@@ -223,8 +248,16 @@ def run() -> int:
                      FLAGS.config or "pretrain/demo", type(strategy).__name__,
                      "XLA" if jit_compile else "no XLA", start, total,
                      strategy.num_replicas_in_sync, config.run.train_batch_size)
-        model.fit(dataset, steps_per_epoch=total - start, epochs=1, verbose=0,
-                  callbacks=run_callbacks)
+        try:
+            model.fit(dataset, steps_per_epoch=total - start, epochs=1, verbose=0,
+                      callbacks=run_callbacks)
+        except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
+            logging.info("reading the data failed; looking for the shard that fails")
+            culprit = pipeline.find_unreadable_shard(files + eval_files,
+                                                     config.run.max_seq_length)
+            if culprit is None:
+                raise
+            raise RunError(f"cannot read the TFRecord data: {culprit}") from e
     else:
         guard.status = "finished"
         logging.info("%s is already at step %d of %d", run_checkpoint.latest, start, total)
@@ -271,12 +304,13 @@ def main(argv):
     from electra_tf.data.corpus import CorpusError
     from electra_tf.data.pipeline import DataError
     from electra_tf.data.pretraining_data import DatasetBuildError
+    from electra_tf.data.run_vocabulary import VocabularyMismatch
     from electra_tf.data.tokenization import VocabularyError
     from electra_tf.training.checkpointing import CheckpointError
     from electra_tf.training.distribution import StrategyError
 
     known = (RunError, ConfigError, CorpusError, DataError, DatasetBuildError, VocabularyError,
-             CheckpointError, StrategyError)
+             VocabularyMismatch, CheckpointError, StrategyError)
     try:
         return run()
     except known as e:

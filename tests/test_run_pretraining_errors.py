@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from electra_tf.data import pretraining_data
+from electra_tf.data import pretraining_records as records
 from tests.run_helpers import SPECIALS, VOCAB_SIZE, cli_args, run_cli, write_records, write_vocab
 
 pytestmark = pytest.mark.slow
@@ -119,6 +119,68 @@ def test_vocabulary_without_cls_and_sep_names_both(fixture_data, model_dir, tmp_
     assert "[CLS]" in missing and "[SEP]" in missing and "[MASK]" not in missing, error
 
 
+@pytest.fixture(scope="module")
+def built_data(tmp_path_factory):
+    """Data from build_pretraining_data (with its metadata.json), on the fixture vocabulary."""
+    from electra_tf.data.pretraining_data import build_pretraining_data
+
+    root = tmp_path_factory.mktemp("built")
+    vocab = write_vocab(root / "vocab.txt")
+    words = [f"w{i}" for i in range(VOCAB_SIZE - 5)]
+    lines = [" ".join(words[(7 * i + k) % len(words)] for k in range(9)) for i in range(400)]
+    (root / "corpus.txt").write_text("\n".join(lines[:200]) + "\n\n" + "\n".join(lines[200:]))
+    build_pretraining_data(output_dir=str(root / "records"), vocab_file=vocab,
+                           corpus=str(root / "corpus.txt"), max_seq_length=32, num_shards=2)
+    return str(root / "records"), vocab
+
+
+def test_without_vocab_file_the_data_metadata_gives_the_special_ids(built_data, tmp_path):
+    import yaml
+
+    data, _ = built_data
+    args = [a for a in cli_args(data, "unused", tmp_path / "model", 2, "--noexport")
+            if a not in ("--vocab_file", "unused")]
+    result = run_cli(args, timeout=TIMEOUT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    config = yaml.safe_load((tmp_path / "model" / "config.yaml").read_text())
+    # The fixture vocabulary's ids, not BERT's 101/102/103 defaults.
+    assert {k: config["objective"][f"{k}_token_id"] for k in ("cls", "sep", "mask")} == {
+        "cls": 2, "sep": 3, "mask": 4}
+    assert config["model"]["vocab_size"] == VOCAB_SIZE
+
+
+def test_a_vocab_file_other_than_the_data_one_is_refused(built_data, model_dir, tmp_path):
+    data, _ = built_data
+    other = write_vocab(tmp_path / "other.txt", SPECIALS[::-1] + [f"w{i}" for i in range(115)])
+    error, _ = _refused_keeping(model_dir, cli_args(data, other, model_dir, 20), whole_dir=True)
+    assert "disagree" in error and "metadata.json" in error and "other.txt" in error, error
+
+
+def test_a_special_id_override_against_the_data_is_refused(built_data, model_dir):
+    data, vocab = built_data
+    error, _ = _refused_keeping(model_dir, cli_args(
+        data, vocab, model_dir, 20, "--override", "objective.mask_token_id=103"), whole_dir=True)
+    assert "mask_token_id=103" in error and "[MASK] is 4" in error, error
+
+
+def test_data_without_metadata_or_vocab_file_is_refused(fixture_data, tmp_path):
+    data, _ = fixture_data
+    args = [a for a in cli_args(data, "unused", tmp_path / "model", 2)
+            if a not in ("--vocab_file", "unused")]
+    error, _ = _run_refused(args)
+    assert "--assume_bert_vocabulary" in error and "--vocab_file" in error, error
+    assert not (tmp_path / "model").exists()
+
+
+def test_model_dir_that_is_a_file(fixture_data, tmp_path):
+    data, vocab = fixture_data
+    path = tmp_path / "model"
+    path.write_text("not a directory")
+    error, _ = _run_refused(cli_args(data, vocab, path, 2))
+    assert str(path) in error and "is an existing file" in error, error
+    assert path.read_text() == "not a directory"
+
+
 # ---- data ----------------------------------------------------------------------------------
 
 
@@ -173,6 +235,7 @@ def test_corrupt_tfrecord(fixture_data, model_dir, tmp_path):
     open(shard, "wb").write(bytes(content))
     error, _ = _refused_keeping(model_dir, cli_args(pattern, vocab, model_dir, 20))
     assert "corrupt" in error and "TFRecord" in error, error
+    assert shard in error, error  # names the shard
 
 
 def test_truncated_tfrecord(fixture_data, model_dir, tmp_path):
@@ -188,6 +251,7 @@ def test_truncated_tfrecord(fixture_data, model_dir, tmp_path):
     open(shard, "wb").write(content[:cut])
     error, _ = _refused_keeping(model_dir, cli_args(pattern, vocab, model_dir, 20))
     assert "truncated" in error and "TFRecord" in error, error
+    assert shard in error, error
 
 
 def test_records_of_another_sequence_length_with_metadata(fixture_data, model_dir, tmp_path):
@@ -203,7 +267,7 @@ def test_records_of_another_sequence_length_with_builder_metadata(fixture_data, 
     """The metadata file electra_tf.build_pretraining_dataset writes is checked before training."""
     _, vocab = fixture_data
     data = write_records(tmp_path / "records48", seq_len=48)
-    (tmp_path / "records48" / pretraining_data.METADATA_FILE).write_text(
+    (tmp_path / "records48" / records.METADATA_FILE).write_text(
         json.dumps({"max_seq_length": 48, "vocab_size": VOCAB_SIZE}))
     error, _ = _refused_keeping(model_dir, cli_args(data, vocab, model_dir, 20), whole_dir=True)
     assert "max_seq_length 48" in error and "32" in error, error
@@ -220,7 +284,7 @@ def test_records_built_with_a_larger_vocabulary(fixture_data, tmp_path):
     """Data of a 120-token vocabulary (per its builder metadata) with a 60-token vocab_file."""
     data, _ = fixture_data
     pattern, _ = _copy_records(data, tmp_path / "records")
-    (tmp_path / "records" / pretraining_data.METADATA_FILE).write_text(
+    (tmp_path / "records" / records.METADATA_FILE).write_text(
         json.dumps({"max_seq_length": 32, "vocab_size": VOCAB_SIZE}))
     small = write_vocab(tmp_path / "small_vocab.txt", SPECIALS + [f"w{i}" for i in range(55)])
     error, _ = _run_refused(cli_args(pattern, small, tmp_path / "model", 10))
