@@ -1,10 +1,19 @@
-r"""Times pretraining-data building against Hugging Face `tokenizers`; prints JSON lines.
+r"""Times vocabulary learning and pretraining-data building against Hugging Face `tokenizers`;
+prints JSON lines.
 
   python -m electra_tf.benchmark_data --num_processes 2
+  python -m electra_tf.benchmark_data --vocabulary_only --vocab_corpus 'text/*.txt' \
+      --compare_vocab_file old_vocab.txt
 
-Writes the embedded corpus (Python's own documentation, `--copies` times over so the timings are
-not dominated by start-up) into a temporary directory, learns a vocabulary from it (or takes
-`--vocab_file`), then in the same run measures, one JSON line each:
+Vocabulary learning (`--vocab_corpus`, default the embedded corpus once; every 10th document is
+held out): our `learn_vocabulary` and `tokenizers`' BertWordPieceTokenizer trainer (same lines,
+size, minimum frequency and alphabet limit), each `--learn_repeats` times in turn, the fastest
+run reported; for each vocabulary (and every `--compare_vocab_file`) the WordPiece tokens per
+whitespace-separated word of the held-out text, tokenized by our in-graph tokenizer.
+
+Then (unless `--vocabulary_only`) it writes the embedded corpus (Python's own documentation,
+`--copies` times over so the timings are not dominated by start-up) into a temporary directory
+and, with our learned vocabulary (or `--vocab_file`), measures, one JSON line each:
 
 - our dataset building (tokenize + pack + write TFRecords) with 1 process and with
   `--num_processes` processes: `tokens_per_s` is end to end (process start-up, TensorFlow import
@@ -29,6 +38,15 @@ from absl import app, flags
 FLAGS = flags.FLAGS
 flags.DEFINE_string("vocab_file", None, "Vocabulary to use (default: learn one from the corpus).")
 flags.DEFINE_integer("vocab_size", 8000, "Target size when learning the vocabulary.")
+flags.DEFINE_string("vocab_corpus", None, "Text to learn the vocabularies from (a directory, glob "
+                    "or comma-separated files); every 10th document is held out. Default: the "
+                    "embedded corpus, once.")
+flags.DEFINE_integer("min_frequency", None, "Minimum pair count of both learners (default: "
+                     "learn_vocabulary's).")
+flags.DEFINE_integer("learn_repeats", 3, "Runs of each learner (alternating); the fastest counts.")
+flags.DEFINE_multi_string("compare_vocab_file", [], "Another vocabulary whose tokens per word on "
+                          "the held-out text are reported (e.g. one an earlier learner made).")
+flags.DEFINE_bool("vocabulary_only", False, "Stop after the vocabulary measures.")
 flags.DEFINE_integer("num_processes", None, "Processes of the parallel build (default: CPUs).")
 flags.DEFINE_integer("copies", 64, "How many times the embedded corpus is written.")
 flags.DEFINE_integer("max_seq_length", 128, "Example length of the builds.")
@@ -57,6 +75,96 @@ def _hf_encode(vocab_file, corpus_dir, lower_case, strip_accents):
     seconds = time.perf_counter() - start
     tokens = sum(len(e.ids) for e in encodings)
     return tokens, seconds, len(lines), [hash(tuple(e.ids)) for e in encodings]
+
+
+def _tokens_per_word(vocab_file: str, lines: list[str], lower_case: bool,
+                     strip_accents: bool) -> float:
+    """WordPiece tokens of our in-graph tokenizer per whitespace-separated word of `lines`."""
+    import tensorflow as tf
+
+    from electra_tf.data.pretraining_data import TOKENIZE_BATCH_LINES
+    from electra_tf.data.tokenization import make_tokenizer
+
+    tokenize = tf.function(make_tokenizer(vocab_file, lower_case, strip_accents).tokenize,
+                           input_signature=[tf.TensorSpec([None], tf.string)])
+    tokens = sum(int(tokenize(tf.constant(lines[i:i + TOKENIZE_BATCH_LINES])).flat_values.shape[0])
+                 for i in range(0, len(lines), TOKENIZE_BATCH_LINES))
+    return tokens / sum(len(line.split()) for line in lines)
+
+
+def _learn_with_hf_trainer(lines: list[str], vocab_size: int, vocab_file: str,
+                           min_frequency: int, lower_case: bool, strip_accents: bool) -> list[str]:
+    """`tokenizers`' own recipe (BERT normalizer and pre-tokenizer, WordPiece trainer)."""
+    from tokenizers import BertWordPieceTokenizer
+
+    from electra_tf.data.tokenization import SPECIAL_TOKENS
+    from electra_tf.data.vocab_learning import MAX_ALPHABET
+
+    tokenizer = BertWordPieceTokenizer(lowercase=lower_case, strip_accents=strip_accents)
+    tokenizer.train_from_iterator(lines, vocab_size, min_frequency=min_frequency,
+                                  limit_alphabet=MAX_ALPHABET, special_tokens=list(SPECIAL_TOKENS),
+                                  show_progress=False)
+    ids = tokenizer.get_vocab()
+    vocabulary = sorted(ids, key=ids.__getitem__)
+    with open(vocab_file, "w", encoding="utf-8") as f:
+        f.write("".join(token + "\n" for token in vocabulary))
+    return vocabulary
+
+
+def _vocabulary_measures(work: str, strip_accents: bool) -> str:
+    """Emits the vocabulary lines; returns the path of our learned vocabulary."""
+    from electra_tf.data import corpus as corpus_lib
+    from electra_tf.data.tokenization import load_vocabulary
+    from electra_tf.data.vocab_learning import DEFAULT_MIN_FREQUENCY, learn_vocabulary
+
+    if FLAGS.vocab_corpus:
+        documents = list(corpus_lib.read_documents(FLAGS.vocab_corpus))
+    else:
+        documents = corpus_lib.embedded_documents()
+    held_out = [line for document in documents[::10] for line in document]
+    lines = [line for i, document in enumerate(documents) if i % 10 for line in document]
+    emit({"measure": "vocab_corpus", "source": FLAGS.vocab_corpus or "embedded",
+          "documents": len(documents) - len(documents[::10]), "lines": len(lines),
+          "words": sum(len(line.split()) for line in lines),
+          "bytes": sum(len(line.encode("utf-8")) + 1 for line in lines),
+          "held_out_documents": len(documents[::10]),
+          "held_out_words": sum(len(line.split()) for line in held_out),
+          "load_average_1min": round(os.getloadavg()[0], 2)})
+    min_frequency = FLAGS.min_frequency or DEFAULT_MIN_FREQUENCY
+    learners = {
+        "electra_tf learn_vocabulary (tokenizers WordPieceTrainer, fixed alphabet)":
+            lambda path: learn_vocabulary(lines, FLAGS.vocab_size, path, FLAGS.lower_case,
+                                          strip_accents, min_frequency=min_frequency),
+        "hf tokenizers BertWordPieceTokenizer.train_from_iterator":
+            lambda path: _learn_with_hf_trainer(lines, FLAGS.vocab_size, path, min_frequency,
+                                                FLAGS.lower_case, strip_accents),
+    }
+    runs = {impl: [] for impl in learners}  # impl -> [(seconds, cpu seconds, file, vocabulary)]
+    for repeat in range(FLAGS.learn_repeats):
+        for number, (impl, learn) in enumerate(learners.items()):
+            path = os.path.join(work, f"vocab-{number}-{repeat}.txt")
+            start, cpu_start = time.perf_counter(), time.process_time()
+            vocabulary = learn(path)
+            runs[impl].append((time.perf_counter() - start, time.process_time() - cpu_start,
+                               path, vocabulary))
+    ours = min(next(iter(runs.values())))
+    for impl, impl_runs in runs.items():
+        seconds, cpu_seconds, path, vocabulary = min(impl_runs)
+        contents = {open(run[2], "rb").read() for run in impl_runs}
+        emit({"measure": "learn_vocabulary", "impl": impl, "target_size": FLAGS.vocab_size,
+              "min_frequency": min_frequency, "size": len(vocabulary),
+              "seconds": round(seconds, 3), "all_seconds": [round(run[0], 3) for run in impl_runs],
+              "cpu_seconds": round(cpu_seconds, 3),  # all threads, the fastest run's
+              "seconds_over_ours": round(seconds / ours[0], 3),
+              "identical_files": len(contents) == 1,
+              "tokens_shared_with_ours": len(set(vocabulary) & set(ours[3])),
+              "held_out_tokens_per_word": round(
+                  _tokens_per_word(path, held_out, FLAGS.lower_case, strip_accents), 4)})
+    for path in FLAGS.compare_vocab_file:
+        emit({"measure": "held_out_tokens_per_word", "vocab_file": path,
+              "size": len(load_vocabulary(path)), "tokens_per_word": round(
+                  _tokens_per_word(path, held_out, FLAGS.lower_case, strip_accents), 4)})
+    return ours[2]
 
 
 def _input_pipeline_rate(records_dir, max_seq_length, batch_size, num_batches=200):
@@ -107,7 +215,6 @@ def main(argv):
 
     from electra_tf.data import corpus as corpus_lib
     from electra_tf.data import pretraining_data
-    from electra_tf.data.vocab_learning import learn_vocabulary
 
     import tensorflow as tf
     # One TensorFlow thread in this process: its numbers are per core, like the workers'.
@@ -117,6 +224,11 @@ def main(argv):
     num_processes = FLAGS.num_processes or cpus
     strip_accents = FLAGS.lower_case if FLAGS.strip_accents is None else FLAGS.strip_accents
     with tempfile.TemporaryDirectory() as work:
+        vocab_file = _vocabulary_measures(work, strip_accents)
+        if FLAGS.vocab_file:
+            vocab_file = FLAGS.vocab_file
+        if FLAGS.vocabulary_only:
+            return
         corpus_dir = os.path.join(work, "corpus")
         documents = corpus_lib.embedded_documents()
         os.makedirs(corpus_dir)
@@ -134,15 +246,6 @@ def main(argv):
                            for n in os.listdir(corpus_dir)),
               "copies": FLAGS.copies, "cpus": cpus,
               "load_average_1min": round(os.getloadavg()[0], 2)})
-
-        vocab_file = FLAGS.vocab_file
-        if vocab_file is None:
-            vocab_file = os.path.join(work, "vocab.txt")
-            start = time.perf_counter()
-            vocabulary = learn_vocabulary(one_copy, FLAGS.vocab_size, vocab_file,
-                                          FLAGS.lower_case, strip_accents)
-            emit({"measure": "learn_vocabulary", "target_size": FLAGS.vocab_size,
-                  "size": len(vocabulary), "seconds": round(time.perf_counter() - start, 3)})
 
         for processes in sorted({1, num_processes}):
             summary = pretraining_data.build_pretraining_data(

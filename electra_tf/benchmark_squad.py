@@ -9,7 +9,8 @@ learned from that corpus as `benchmark_data` learns it (or `--vocab_file`). Para
 get five questions each, as SQuAD's do; a question is 8-12 words, its answer 1-4 words of the
 context. Words are drawn from the corpus's running text (common words often, rare words rarely),
 so WordPiece splits them as it splits real text: about 2 tokens a word with the learned
-vocabulary (its 1,800 entries are all this corpus yields; the `examples` line gives the ratio),
+vocabulary (its ~2,500 entries are all this corpus yields at min_frequency 10; the `examples`
+line gives the ratio),
 more than BERT's vocabulary gives on SQuAD, so windows hold fewer words than SQuAD's and a
 question needs more of them; the lines give rates per question and per window.
 

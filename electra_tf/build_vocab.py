@@ -1,13 +1,23 @@
-r"""Learns a WordPiece vocabulary from a corpus (tensorflow-text's learner, through keras-hub).
+r"""Learns a WordPiece vocabulary from a corpus (Hugging Face `tokenizers`' WordPiece trainer).
 
   python -m electra_tf.build_vocab --corpus 'data/*.txt' --vocab_size 30522 --output vocab.txt
 
-The vocabulary starts with [PAD] [UNK] [CLS] [SEP] [MASK] (ids 0-4). --vocab_size is a target:
-tensorflow-text's learner searches a count threshold no lower than 10 (its `lower_thresh`), so
-pieces seen fewer than 10 times never enter and a small corpus yields a smaller vocabulary (the
-embedded Python-docs corpus, about 650 KB, gives about 1,800 tokens whatever the target).
+The text is normalized and split into words by BERT's rules, those of the in-graph tokenizer
+(lower-casing and accent stripping unless --nolower_case); the trainer starts from the
+characters (at most 1,000, the most frequent; each also as "##c" inside a word) and merges the
+most frequent pair of adjacent pieces until the vocabulary holds --vocab_size tokens, special
+tokens included, or no pair is seen --min_frequency times any more. So --vocab_size is a target:
+a small corpus yields fewer tokens, and the command says so (the embedded Python-docs corpus,
+about 650 KB, gives about 2,700 tokens for a target of 4,000; 18 MB of English about 16,000 for
+30,522). Lower --min_frequency for more tokens, seen fewer times each (pretraining learns little
+from a piece seen a handful of times); more text is the better cure.
+
+The vocabulary starts with [PAD] [UNK] [CLS] [SEP] [MASK] (ids 0-4). The corpus is read twice
+(characters, then training), never held in memory; the same corpus gives the same file, byte for
+byte.
 """
 
+import functools
 import os
 import sys
 
@@ -21,10 +31,23 @@ flags.DEFINE_string("tfds_split", "train", "TFDS split (slicing allowed, e.g. 't
 flags.DEFINE_string("tfds_text_key", "text", "TFDS feature holding the text.")
 flags.DEFINE_string("tfds_data_dir", None, "TFDS data directory (default: TFDS's own).")
 flags.DEFINE_integer("vocab_size", 30522, "Target vocabulary size, special tokens included.")
+flags.DEFINE_integer("min_frequency", 10, "A new piece is learned only from a pair of pieces seen "
+                     "at least this many times: it keeps pieces too rare to learn out of the "
+                     "vocabulary of a corpus small for --vocab_size (a large one fills it first).")
 flags.DEFINE_string("output", "vocab.txt", "Where to write the vocabulary, one token per line.")
 flags.DEFINE_bool("lower_case", True, "Lower-case the text (uncased vocabulary).")
 flags.DEFINE_bool("strip_accents", None, "Strip accents (default: same as --lower_case).")
 flags.DEFINE_bool("overwrite", False, "Replace an existing --output file.")
+
+
+class CorpusLines:
+    """The corpus's lines, read anew on each iteration (learn_vocabulary iterates twice)."""
+
+    def __init__(self, read_documents):
+        self._read_documents = read_documents
+
+    def __iter__(self):
+        return (line for document in self._read_documents() for line in document)
 
 
 def main(argv):
@@ -38,29 +61,37 @@ def main(argv):
         sys.exit("error: give exactly one of --corpus or --tfds_name")
     if FLAGS.vocab_size <= 5:
         sys.exit(f"error: --vocab_size must exceed the 5 special tokens, got {FLAGS.vocab_size}")
+    if FLAGS.min_frequency < 1:
+        sys.exit(f"error: --min_frequency must be at least 1, got {FLAGS.min_frequency}")
     if os.path.exists(FLAGS.output) and not FLAGS.overwrite:
         sys.exit(f"error: {FLAGS.output} exists; pass --overwrite to replace it")
     try:
         if FLAGS.corpus:
             corpus_lib.corpus_files(FLAGS.corpus)  # a bad corpus fails before TensorFlow loads
-            documents = corpus_lib.read_documents(FLAGS.corpus)
+            read = functools.partial(corpus_lib.read_documents, FLAGS.corpus)
         else:
-            documents = corpus_lib.tfds_documents(FLAGS.tfds_name, FLAGS.tfds_split,
-                                                  FLAGS.tfds_text_key, FLAGS.tfds_data_dir)
-        lines = [line for document in documents for line in document]
+            read = functools.partial(corpus_lib.tfds_documents, FLAGS.tfds_name, FLAGS.tfds_split,
+                                     FLAGS.tfds_text_key, FLAGS.tfds_data_dir)
         from electra_tf.data.vocab_learning import learn_vocabulary
-        logging.info("learning a vocabulary of up to %d tokens from %d lines", FLAGS.vocab_size,
-                     len(lines))
-        vocabulary = learn_vocabulary(lines, FLAGS.vocab_size, FLAGS.output,
+        logging.info("learning a vocabulary of up to %d tokens from %s", FLAGS.vocab_size,
+                     FLAGS.corpus or FLAGS.tfds_name)
+        vocabulary = learn_vocabulary(CorpusLines(read), FLAGS.vocab_size, FLAGS.output,
                                       lower_case=FLAGS.lower_case,
-                                      strip_accents=FLAGS.strip_accents)
+                                      strip_accents=FLAGS.strip_accents,
+                                      min_frequency=FLAGS.min_frequency)
     except Exception as e:  # noqa: BLE001 - re-raised unless it is one of ours
         tokenization = sys.modules.get("electra_tf.data.tokenization")
         if isinstance(e, corpus_lib.CorpusError) or (
                 tokenization is not None and isinstance(e, tokenization.VocabularyError)):
             sys.exit(f"error: {e}")
         raise
-    print(f"wrote a vocabulary of {len(vocabulary):,} tokens to {FLAGS.output}", flush=True)
+    shortfall = ""
+    if len(vocabulary) < FLAGS.vocab_size:
+        shortfall = (f" (fewer than the {FLAGS.vocab_size:,} asked: no pair of pieces is seen "
+                     f"--min_frequency={FLAGS.min_frequency} times any more; lower it, or give "
+                     f"more text)")
+    print(f"wrote a vocabulary of {len(vocabulary):,} tokens to {FLAGS.output}{shortfall}",
+          flush=True)
 
 
 if __name__ == "__main__":

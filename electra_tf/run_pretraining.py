@@ -58,7 +58,7 @@ flags.adopt_module_key_flags(device_flags)  # listed by --help with this command
 flags.DEFINE_bool("deterministic", False, "Enable TensorFlow op determinism (bitwise-reproducible "
                   "runs and resumes, somewhat slower).")
 
-DEMO_VOCAB_SIZE = 4000
+DEMO_VOCAB_SIZE = 2500  # about what the embedded corpus supports at min_frequency 10
 
 
 class RunError(ValueError):

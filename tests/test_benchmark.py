@@ -1,4 +1,4 @@
-"""The benchmark command runs end to end and prints one JSON line with its fields."""
+"""The benchmark commands run end to end and print their JSON lines."""
 
 import json
 import subprocess
@@ -66,3 +66,36 @@ def test_squad_pipeline_benchmark_prints_its_json_lines():
     (predict,) = by_measure["predict"]
     assert predict["examples"] == 12 and predict["features"] >= 12
     assert predict["features_per_s"] > 0 and predict["model_features_per_s"] > 0
+
+
+@pytest.mark.slow
+def test_data_benchmark_prints_its_json_lines(tmp_path):
+    """Vocabulary learning (ours and `tokenizers`' trainer, twice each), then the build,
+    pipeline and tokenizer measures on one copy of the embedded corpus."""
+    from electra_tf.data.vocab_learning import learn_vocabulary
+    from tests.data.test_vocab_learning import random_word_lines
+
+    (tmp_path / "corpus.txt").write_text(
+        "".join(line + "\n\n" for line in random_word_lines(300)), encoding="utf-8")
+    other_vocab = tmp_path / "other_vocab.txt"
+    learn_vocabulary(random_word_lines(300, seed=1), 60, str(other_vocab))
+    records = _json_lines("electra_tf.benchmark_data", "--vocab_corpus",
+                          str(tmp_path / "corpus.txt"), "--vocab_size", "150",
+                          "--learn_repeats", "2", "--compare_vocab_file", str(other_vocab),
+                          "--copies", "1", "--num_processes", "1")
+    by_measure = {}
+    for record in records:
+        by_measure.setdefault(record["measure"], []).append(record)
+    (corpus,) = by_measure["vocab_corpus"]
+    assert corpus["documents"] == 270 and corpus["held_out_documents"] == 30
+    ours, hf = by_measure["learn_vocabulary"]
+    assert ours["impl"].startswith("electra_tf") and hf["impl"].startswith("hf tokenizers")
+    assert ours["identical_files"] and ours["size"] == hf["size"] == 150
+    for record in (ours, hf):
+        assert len(record["all_seconds"]) == 2 and record["seconds"] > 0
+        assert 1 < record["held_out_tokens_per_word"] < 8
+    (other,) = by_measure["held_out_tokens_per_word"]
+    assert other["size"] == 60 and other["tokens_per_word"] > ours["held_out_tokens_per_word"]
+    assert [r["processes"] for r in by_measure["build_pretraining_data"]] == [1]
+    assert by_measure["input_pipeline"][0]["batches_per_s"] > 0
+    assert [r["impl"].split()[0] for r in by_measure["tokenize"]] == ["electra_tf", "hf", "hf"]

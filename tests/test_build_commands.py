@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from tests.data.test_vocab_learning import random_word_lines
+
 TIMEOUT_S = 240
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "far", ".", ","]
@@ -56,11 +58,40 @@ def test_build_vocab_command(corpus, tmp_path):
     directory, _ = corpus
     output = tmp_path / "learned" / "vocab.txt"
     code, stdout, stderr = run("electra_tf.build_vocab", "--corpus", directory,
-                               "--vocab_size", 60, "--output", output)
+                               "--vocab_size", 40, "--output", output)
     assert code == 0, stderr[-3000:]
     tokens = output.read_text(encoding="utf-8").splitlines()
     assert tokens[:5] == SPECIALS and {"cat", "dog", "."} <= set(tokens)
-    assert f"{len(tokens)} tokens" in stdout and str(output) in stdout
+    assert len(tokens) == len(set(tokens)) == 40
+    assert stdout.strip() == f"wrote a vocabulary of 40 tokens to {output}"
+
+
+def test_build_vocab_says_when_the_corpus_is_too_small_and_is_deterministic(tmp_path):
+    directory = tmp_path / "corpus"
+    directory.mkdir()
+    (directory / "words.txt").write_text("\n".join(random_word_lines(50)), encoding="utf-8")
+    outputs = {name: tmp_path / f"{name}.txt" for name in ("first", "again", "min2", "min0")}
+    min_frequency = {"first": [], "again": [], "min2": ["--min_frequency", 2],
+                     "min0": ["--min_frequency", 0]}
+    # Started together: each pays TensorFlow's import, so run them side by side.
+    processes = {name: start("electra_tf.build_vocab", "--corpus", directory, "--vocab_size", 1000,
+                             "--output", output, *min_frequency[name])
+                 for name, output in outputs.items()}
+    results = {name: finish(process) for name, process in processes.items()}
+    for name in ("first", "again", "min2"):
+        assert results[name][0] == 0, results[name][2][-3000:]
+    sizes = {name: len(outputs[name].read_text(encoding="utf-8").splitlines())
+             for name in ("first", "min2")}
+    assert sizes["first"] < sizes["min2"] < 1000
+    assert (f"wrote a vocabulary of {sizes['first']} tokens to {outputs['first']} (fewer than the "
+            "1,000 asked: no pair of pieces is seen --min_frequency=10 times any more") in \
+        results["first"][1]
+    assert "fewer than the 1000 asked" in results["first"][2]  # the library's warning, logged
+    assert "--min_frequency=2 times" in results["min2"][1]
+    assert outputs["first"].read_bytes() == outputs["again"].read_bytes()
+    code, _, stderr = results["min0"]
+    assert code != 0 and "Traceback" not in stderr and not outputs["min0"].exists()
+    assert stderr.strip().splitlines()[-1] == "error: --min_frequency must be at least 1, got 0"
 
 
 def test_bad_inputs_get_one_clear_message(corpus, tmp_path):
@@ -99,6 +130,18 @@ def test_bad_inputs_get_one_clear_message(corpus, tmp_path):
         assert len(errors) == 1 and expected in errors[0], (name, stderr[-3000:])
     assert (existing / "pretrain_data.tfrecord-0-of-1").read_bytes() == b"earlier data"
     assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
+
+
+def test_build_vocab_help_documents_every_flag():
+    from electra_tf.data.vocab_learning import DEFAULT_MIN_FREQUENCY
+
+    code, stdout, stderr = run("electra_tf.build_vocab", "--help")
+    assert "Traceback" not in stderr and "tokenizers" in stdout
+    for flag in ("--corpus", "--tfds_name", "--tfds_split", "--tfds_text_key", "--tfds_data_dir",
+                 "--vocab_size", "--min_frequency", "--output", "--[no]lower_case",
+                 "--[no]strip_accents", "--[no]overwrite"):
+        assert flag in stdout, flag
+    assert f"(default: '{DEFAULT_MIN_FREQUENCY}')" in stdout.split("--min_frequency: ")[1]
 
 
 def test_help_documents_every_flag():
