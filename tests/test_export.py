@@ -317,7 +317,7 @@ def test_op_check_catches_tensorflow_text_and_xla(exported_text, tmp_path):
     loaded = tf.saved_model.load(exported_text)  # tensorflow_text is registered in this process
     text_ops, _ = op_report(loaded.signatures["serve_text"])
     caught = forbidden_ops(text_ops)
-    assert {"CaseFoldUTF8", "NormalizeUTF8", "RegexSplitWithOffsets",
+    assert {"NormalizeUTF8", "RegexSplitWithOffsets",
             "FastWordpieceTokenizeWithOffsets"} <= set(caught)
     assert text_ops - SERVING_DEFAULT_OPS - OTHER_SAVEDMODEL_OPS >= set(caught)
     # The serve_text export's default signature stays clean, but the SavedModel as a whole does

@@ -1,10 +1,13 @@
-"""Vocabulary loading and WordPiece tokenization (electra_tf/data/tokenization.py)."""
+"""Vocabulary loading and WordPiece tokenization (electra_tf/data/tokenization.py).
+
+tests/data/test_tokenization_parity.py checks the ids against the original BERT tokenizer.
+"""
 
 import pytest
 import tensorflow as tf
 
-from electra_tf.data.tokenization import (SPECIAL_TOKENS, SpecialIds, VocabularyError,
-                                          load_vocabulary, make_tokenizer, special_ids)
+from electra_tf.data.tokenization import (SpecialIds, VocabularyError, load_vocabulary,
+                                          make_tokenizer, special_ids)
 
 WORDS = ["hello", "world", "héllo", "Héllo", "World", "un", "una", "##ffa", "##ble", "##aff",
          "##able", "the", "cat", ",", "!", ".", "(", ")"]
@@ -105,3 +108,64 @@ def test_punctuation_is_split_off(vocab_file):
     ids = tokenize(make_tokenizer(vocabulary), ["hello,world!(the cat)."])
     assert [vocabulary[i] for i in ids[0]] == ["hello", ",", "world", "!", "(", "the", "cat",
                                                ")", "."]
+
+
+def test_a_duplicated_token_is_named_with_its_line_numbers(tmp_path):
+    tokens = bert_style_vocabulary() + ["world", "cat"]  # both already listed
+    with pytest.raises(VocabularyError) as error:
+        load_vocabulary(write_vocab(tmp_path / "vocab.txt", tokens))
+    message = str(error.value)
+    assert "vocab.txt" in message
+    assert "'world' on lines 106, 123" in message  # 1-based, as an editor shows them
+    assert "'cat' on lines 117, 124" in message
+
+
+@pytest.mark.parametrize("normalization", ["bert", "keras_hub"])
+def test_a_vocabulary_list_with_a_duplicate_is_refused(normalization):
+    with pytest.raises(VocabularyError, match="'hello' on lines 105, 106"):
+        make_tokenizer(bert_style_vocabulary()[:105] + ["hello"], normalization=normalization)
+
+
+def test_cleaning_and_word_limits_follow_the_original(vocab_file):
+    vocabulary = load_vocabulary(vocab_file)
+    ids = tokenize(make_tokenizer(vocabulary), [
+        "hel\u00adlo\u00a0world\x00!",  # soft hyphen and NUL deleted, NBSP separates words
+        "un" + "##" + "ffa" * 10,  # "#" is punctuation
+        "una" + "ffa" * 65 + "ble",  # 201 characters: [UNK]
+        "una" + "ffa" * 64 + "ble"])  # 198 characters: pieces
+    assert [vocabulary[i] for i in ids[0]] == ["hello", "world", "!"]
+    assert [vocabulary[i] for i in ids[1]] == ["un", "[UNK]", "[UNK]", "[UNK]"]
+    assert [vocabulary[i] for i in ids[2]] == ["[UNK]"]
+    assert [vocabulary[i] for i in ids[3]] == ["una"] + ["##ffa"] * 64 + ["##ble"]
+
+
+def test_keras_hub_normalization_is_kept_as_an_option():
+    vocabulary = bert_style_vocabulary() + ["ss", "ß", "fine", "ﬁ", "##ne"]
+    bert = make_tokenizer(vocabulary)
+    previous = make_tokenizer(vocabulary, normalization="keras_hub")
+    lines = ["ß ﬁne hel\u00adlo"]
+    assert [vocabulary[i] for i in bert(lines)[0]] == ["ß", "ﬁ", "##ne", "hello"]
+    # NFKC case folding, and the soft hyphen splits the word
+    assert [vocabulary[i] for i in previous(lines)[0]] == ["ss", "fine", "[UNK]", "[UNK]"]
+    with pytest.raises(ValueError, match="normalization must be one of"):
+        make_tokenizer(vocabulary, normalization="nfkc")
+
+
+def test_strings_scalars_and_tf_data(vocab_file):
+    vocabulary = load_vocabulary(vocab_file)
+    tokenizer = make_tokenizer(vocabulary)
+    assert tokenizer("hello world") == [104, 105]  # a scalar gives one id list
+    assert tokenizer(tf.constant(["hello", ""])) == [[104], []]
+    lines = tf.data.Dataset.from_tensor_slices(["hello world", "the cat", ""]).batch(2)
+    batches = [t.to_list() for t in lines.map(tokenizer)]  # ragged int32 [batch, (tokens)]
+    assert batches == [[[104, 105], [115, 116]], [[]]]
+    single = tf.data.Dataset.from_tensor_slices(["the cat"]).map(tokenizer)
+    assert [t.numpy().tolist() for t in single] == [[115, 116]]  # a scalar gives [tokens]
+
+
+def test_vocabulary_entries_holding_whitespace_never_match():
+    # tensorflow-text's learner wrote " " and "## "; the original splits words at whitespace
+    # first, so such entries never apply.
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", " ", "## ", "the", "follow", "##ing"]
+    ids = make_tokenizer(vocabulary).tokenize(["The following"])
+    assert [vocabulary[i] for i in ids[0]] == ["the", "follow", "##ing"]
