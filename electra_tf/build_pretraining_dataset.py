@@ -37,6 +37,10 @@ flags.DEFINE_integer("num_shards", None, "Output shards (default: about one per 
                      "text, at least --num_processes, at most 1000).")
 flags.DEFINE_bool("lower_case", True, "Lower-case the text (uncased vocabulary).")
 flags.DEFINE_bool("strip_accents", None, "Strip accents (default: same as --lower_case).")
+flags.DEFINE_enum("normalization", "bert", ["bert", "keras_hub"], "Text normalization of the "
+                  "tokenizer: 'bert', the original tokenization.py's (the ids Google's and Hugging "
+                  "Face's checkpoints were trained on), or 'keras_hub', keras-hub's WordPiece "
+                  "defaults (NFKC case folding), as builds before issue 10 used.")
 flags.DEFINE_integer("seed", 0, "Random seed: the same seed and corpus give the same examples.")
 flags.DEFINE_bool("overwrite", False, "Replace the shards and metadata of an earlier build in "
                   "--output_dir (without it, such a directory is refused).")
@@ -81,7 +85,8 @@ def main(argv):
             max_seq_length=FLAGS.max_seq_length, num_processes=FLAGS.num_processes,
             num_shards=FLAGS.num_shards, lower_case=FLAGS.lower_case,
             strip_accents=FLAGS.strip_accents, seed=FLAGS.seed, overwrite=FLAGS.overwrite,
-            replace_invalid_utf8=FLAGS.replace_invalid_utf8, log_every_s=FLAGS.log_every_s)
+            replace_invalid_utf8=FLAGS.replace_invalid_utf8, normalization=FLAGS.normalization,
+            log_every_s=FLAGS.log_every_s)
     except Exception as e:  # noqa: BLE001 - re-raised unless it is one of ours
         if isinstance(e, user_errors()):
             sys.exit(f"error: {e}")

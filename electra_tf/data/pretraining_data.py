@@ -82,6 +82,7 @@ class BuildSettings:
     seed: int
     num_shards: int
     replace_invalid_utf8: bool = False
+    normalization: str = "bert"
 
 
 @dataclasses.dataclass
@@ -106,7 +107,8 @@ class ShardWriter:
         self.settings = settings
         vocabulary = load_vocabulary(settings.vocab_file)
         self.special = special_ids(vocabulary, source=settings.vocab_file)
-        tokenizer = make_tokenizer(vocabulary, settings.lower_case, settings.strip_accents)
+        tokenizer = make_tokenizer(vocabulary, settings.lower_case, settings.strip_accents,
+                                   normalization=settings.normalization)
         # In graph: called eagerly, keras-hub 0.32 tokenizes with its pure-Python fallback.
         # No autograph: the method has no tensor-dependent Python control flow, and converting
         # it costs about 1 s in every process.
@@ -264,7 +266,7 @@ def build_pretraining_data(
     tfds_data_dir: str | None = None, max_seq_length: int = 128,
     num_processes: int | None = None, num_shards: int | None = None, lower_case: bool = True,
     strip_accents: bool | None = None, seed: int = 0, overwrite: bool = False,
-    replace_invalid_utf8: bool = False, log_every_s: float = 10.0,
+    replace_invalid_utf8: bool = False, normalization: str = "bert", log_every_s: float = 10.0,
     block_bytes: int = corpus_lib.BLOCK_BYTES,
 ) -> BuildSummary:
     """Builds pretraining TFRecords from text files (`corpus`) or a TFDS dataset (`tfds_name`).
@@ -273,6 +275,8 @@ def build_pretraining_data(
       num_shards: default `build_plan.choose_num_shards` (64 to 1,000 by corpus size).
       replace_invalid_utf8: replace bytes that are not UTF-8 (and count the lines) instead of
         refusing the corpus.
+      normalization: of the tokenizer, "bert" (the original's ids) or "keras_hub" (see
+        `tokenization.make_tokenizer`).
       block_bytes: size of the text work units (tests and benchmarks shrink it).
 
     Raises DatasetBuildError (bad settings, output already there without `overwrite`),
@@ -307,8 +311,11 @@ def build_pretraining_data(
 
     import tensorflow as tf
 
-    from electra_tf.data.tokenization import load_vocabulary, special_ids
+    from electra_tf.data.tokenization import NORMALIZATIONS, load_vocabulary, special_ids
 
+    if normalization not in NORMALIZATIONS:
+        raise DatasetBuildError(f"normalization must be one of {', '.join(NORMALIZATIONS)}, "
+                                f"got {normalization!r}")
     strip_accents = lower_case if strip_accents is None else strip_accents
     vocabulary = load_vocabulary(vocab_file)
     specials = special_ids(vocabulary, source=vocab_file)
@@ -336,7 +343,7 @@ def build_pretraining_data(
     tf.io.gfile.makedirs(output_dir)
 
     settings = BuildSettings(vocab_file, output_dir, max_seq_length, lower_case, strip_accents,
-                             seed, num_shards, replace_invalid_utf8)
+                             seed, num_shards, replace_invalid_utf8, normalization)
     workers = min(num_processes, len(groups))
     if auto_processes and corpus_bytes:
         workers = min(workers, max(1, math.ceil(corpus_bytes / AUTO_BYTES_PER_PROCESS)))
@@ -377,6 +384,7 @@ def build_pretraining_data(
         "vocab_sha256": records.vocab_sha256(vocab_file),
         "lower_case": lower_case,
         "strip_accents": strip_accents,
+        "normalization": normalization,
         "special_token_ids": specials._asdict(),
         "seed": seed,
         "corpus": corpus_info,

@@ -296,6 +296,7 @@ def test_metadata_describes_the_build(fixture, built):
     assert metadata["vocab_size"] == len(fixture["vocab"])
     assert metadata["vocab_sha256"] == vocab_hash
     assert metadata["lower_case"] is True and metadata["strip_accents"] is True
+    assert metadata["normalization"] == "bert"
     assert metadata["special_token_ids"] == {"pad": 0, "unk": 1, "cls": 2, "sep": 3, "mask": 4}
     assert metadata["features"] == {k: ["int64", MAX_LEN] for k in records.FEATURES}
     assert metadata["num_shards"] == len(metadata["shards"]) == len(summary.shards)
