@@ -73,18 +73,35 @@ class ModelConfig:
                               f"got {self.activation!r}")
 
 
+OBJECTIVE_VARIANTS = ("electra", "electra_15", "replace_mlm", "all_tokens_mlm")
+
+
 @dataclasses.dataclass
 class ObjectiveConfig:
-    """The pretraining objective: masking, sampling and loss weights (original defaults)."""
+    """The pretraining objective: masking, sampling and loss weights (original defaults).
+
+    `variant` picks among the objectives the paper compares in Table 5, all trained on the same
+    masked data with a small generator whose samples fill the chosen positions:
+    - "electra": replaced-token detection over every non-pad token (the paper's ELECTRA);
+    - "electra_15": the same detection loss over the chosen (masked) positions only;
+    - "replace_mlm": a full-size masked LM that reads the generator's samples instead of
+      [MASK] and predicts the originals at the chosen positions;
+    - "all_tokens_mlm": as replace_mlm, but predicts every non-pad token through a copy
+      mechanism: p = D * onehot(input token) + (1 - D) * softmax, D a sigmoid per token.
+    `disc_weight` weighs the loss of the full-size network (RTD, or the two MLMs above, whose
+    recipes set it to 1). `electra_objective: false` is the fifth column, BERT: one full-size
+    masked LM on [MASK]ed input, no generator; it takes no variant.
+    """
 
     electra_objective: bool = True  # False: MLM only, the BERT baseline of the paper
+    variant: str = "electra"  # one of OBJECTIVE_VARIANTS (with electra_objective)
     mask_prob: float = 0.15
     mask_token_rate: float = 0.85  # of the chosen positions; the rest stay unchanged
     gen_weight: float = 1.0
     disc_weight: float = 50.0
     temperature: float = 1.0
     disallow_correct: bool = False
-    uniform_generator: bool = False
+    uniform_generator: bool = False  # no generator network: samples uniform over the vocabulary
     seed: int = 0
     pad_token_id: int = 0
     cls_token_id: int = 101
@@ -98,6 +115,17 @@ class ObjectiveConfig:
             raise ConfigError(f"objective.mask_token_rate must be in [0, 1], got {self.mask_token_rate}")
         if self.temperature <= 0.0:
             raise ConfigError(f"objective.temperature must be positive, got {self.temperature}")
+        if self.variant not in OBJECTIVE_VARIANTS:
+            raise ConfigError(f"objective.variant must be one of {', '.join(OBJECTIVE_VARIANTS)}, "
+                              f"got {self.variant!r}")
+        if not self.electra_objective:
+            if self.variant != "electra":
+                raise ConfigError(f"objective.variant {self.variant} needs a generator, but "
+                                  "objective.electra_objective is false (the MLM baseline): drop "
+                                  "one of the two")
+            if self.uniform_generator:
+                raise ConfigError("objective.uniform_generator needs objective.electra_objective: "
+                                  "the MLM baseline samples nothing")
 
 
 @dataclasses.dataclass

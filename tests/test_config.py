@@ -1,10 +1,14 @@
 """Tests for electra_tf.config: paper sizes, original defaults, strict loading and overrides."""
 
 import dataclasses
+import glob
+import os
 
 import pytest
 
 from electra_tf.config import (
+    CONFIG_DIR,
+    OBJECTIVE_VARIANTS,
     ConfigError,
     ElectraConfig,
     ModelConfig,
@@ -115,6 +119,7 @@ def test_objective_defaults_match_original():
     assert o.gen_weight == 1.0
     assert o.temperature == 1.0
     assert o.electra_objective is True
+    assert o.variant == "electra"
     assert o.disallow_correct is False
     assert o.uniform_generator is False
 
@@ -246,6 +251,56 @@ def test_other_validation_errors():
         load_config("model/tiny", overrides=["objective.temperature=0"])
     with pytest.raises(ConfigError, match="train_steps"):
         load_config("model/tiny", overrides=["optimizer.train_steps=0"])
+
+
+def test_objective_variant_must_be_known():
+    for variant in OBJECTIVE_VARIANTS:
+        config = load_config("model/tiny", overrides=[f"objective.variant={variant}"])
+        assert config.objective.variant == variant
+    with pytest.raises(ConfigError, match=r"objective\.variant .*replace_mlm.*'replace'"):
+        load_config("model/tiny", overrides=["objective.variant=replace"])
+
+
+@pytest.mark.parametrize("override", ["objective.variant=electra_15",
+                                      "objective.variant=replace_mlm",
+                                      "objective.uniform_generator=true"])
+def test_mlm_baseline_takes_no_variant_and_no_uniform_generator(override):
+    with pytest.raises(ConfigError, match=r"electra_objective.*false|electra_objective: the MLM"):
+        load_config("model/tiny", overrides=["objective.electra_objective=false", override])
+
+
+def test_uniform_generator_combines_with_every_variant():
+    for variant in OBJECTIVE_VARIANTS:
+        load_config("model/tiny", overrides=[f"objective.variant={variant}",
+                                             "objective.uniform_generator=true"])
+
+
+# Paper Table 5's columns: recipe -> (electra_objective, variant, disc_weight).
+TABLE5_RECIPES = {
+    "electra": (True, "electra", 50.0),
+    "all_tokens_mlm": (True, "all_tokens_mlm", 1.0),
+    "replace_mlm": (True, "replace_mlm", 1.0),
+    "electra_15": (True, "electra_15", 50.0),
+    "mlm": (False, "electra", 50.0),
+}
+
+
+def test_every_ablation_recipe_is_a_table5_column():
+    found = {os.path.splitext(os.path.basename(path))[0]
+             for path in glob.glob(os.path.join(CONFIG_DIR, "pretrain", "ablations", "*.yaml"))}
+    assert found == set(TABLE5_RECIPES)
+
+
+@pytest.mark.parametrize("name", sorted(TABLE5_RECIPES))
+def test_ablation_recipe_is_electra_small_with_one_objective_change(name):
+    config = load_config(f"pretrain/ablations/{name}")
+    small = load_config("pretrain/electra_small")
+    electra_objective, variant, disc_weight = TABLE5_RECIPES[name]
+    assert (config.objective.electra_objective, config.objective.variant,
+            config.objective.disc_weight) == (electra_objective, variant, disc_weight)
+    objective = dataclasses.replace(small.objective, electra_objective=electra_objective,
+                                    variant=variant, disc_weight=disc_weight)
+    assert config == dataclasses.replace(small, objective=objective)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ One training step (google-research/electra `run_pretraining.py`):
      the generator saw unmasked). Label = "replaced" iff the sample differs from the original.
   4. The discriminator reads the corrupted ids and predicts one "replaced" logit per token.
   5. loss = gen_weight * MLM + disc_weight * RTD, each a mean over the whole global batch:
-     MLM over the weighted masked slots, RTD over every non-pad token ([CLS] and [SEP] included).
+     MLM over the weighted masked slots, RTD over every non-pad token ([CLS] and [SEP] included;
+     the chosen positions only for the "electra_15" variant).
 
 Under a tf.distribute strategy each replica holds part of the global batch. The loss denominators
 are summed across replicas, so each replica's loss is its share of the global mean and the
@@ -15,8 +16,12 @@ replicas' gradients sum to exactly the one-device gradient. Sampling noise is ge
 global batch from a stateless seed (objective seed, optimizer step) and sliced per replica, so a
 run is reproducible and does not depend on the number of replicas.
 
-With `electra_objective=False` the model is the paper's MLM baseline: one full-size network with
-the masked-LM head, trained on the same masked data.
+Variants (`objective.variant`, the paper's Table 5 comparisons): "electra_15" computes the RTD
+loss over the chosen positions only (step 5); "replace_mlm" and "all_tokens_mlm" put a full-size
+masked LM in the discriminator's place (`ablation_objectives.py`; `ElectraPretrainer(...)` builds
+that subclass for them). With `electra_objective=False` the model is the paper's MLM baseline: one
+full-size network with the masked-LM head, trained on the same masked data. With
+`uniform_generator` there is no generator network: samples are uniform over the vocabulary.
 """
 
 import dataclasses
@@ -50,45 +55,72 @@ class ElectraPretrainer(ReplicatedModel):
     original ids) and float `masked_lm_weights` [batch, N] (see `electra_tf.data.masking`).
     """
 
+    def __new__(cls, model_config=None, objective=None, **kwargs):
+        # Every entry point builds `ElectraPretrainer(model_config, objective)`: the variants
+        # with a full-size masked LM in the discriminator's place are a subclass, built here.
+        if cls is ElectraPretrainer and objective is not None and objective.variant in (
+                "replace_mlm", "all_tokens_mlm"):
+            from electra_tf.models.ablation_objectives import CorruptedInputMlmPretrainer
+
+            cls = CorruptedInputMlmPretrainer
+        return super().__new__(cls, model_config, objective, **kwargs)
+
     def __init__(self, model_config=None, objective=None, **kwargs):
         super().__init__(**kwargs)
         self.model_config = model_config or ModelConfig()
         self.objective = objective or ObjectiveConfig()
+        self.objective.validate()  # the variant decides which networks to build
         config = self.model_config
         self.embeddings = make_embeddings(config, dtype=self.dtype_policy, name="embeddings")
+        self.generator = self.generator_head = None
+        self.discriminator = self.discriminator_head = None
         if self.objective.electra_objective:
             generator_config = config.generator_config()
-            generator_embeddings = self.embeddings
-            if config.untied_generator_embeddings:
-                generator_embeddings = make_embeddings(
-                    generator_config, dtype=self.dtype_policy, name="generator_embeddings")
-            self.generator = ElectraEncoder.from_model_config(
-                generator_config, generator_embeddings, dtype=self.dtype_policy, name="generator")
-            self.discriminator = ElectraEncoder.from_model_config(
-                config, self.embeddings, dtype=self.dtype_policy, name="discriminator")
-            self.discriminator_head = DiscriminatorHead(
-                config.hidden_size, config.activation, config.initializer_range,
-                dtype=self.dtype_policy, name="discriminator_predictions")
+            if not self.objective.uniform_generator:  # uniform: the original builds no generator
+                generator_embeddings = self.embeddings
+                if config.untied_generator_embeddings:
+                    generator_embeddings = make_embeddings(
+                        generator_config, dtype=self.dtype_policy, name="generator_embeddings")
+                self.generator = ElectraEncoder.from_model_config(
+                    generator_config, generator_embeddings, dtype=self.dtype_policy,
+                    name="generator")
+            self._build_discriminator()
         else:
             generator_config = config
             self.generator = ElectraEncoder.from_model_config(
                 config, self.embeddings, dtype=self.dtype_policy, name="generator")
-            self.discriminator = self.discriminator_head = None
-        self.generator_head = make_generator_head(
-            self.generator.embeddings.word_embeddings, generator_config.activation,
-            generator_config.layer_norm_epsilon, generator_config.initializer_range,
-            dtype=self.dtype_policy, name="generator_predictions")
+        if self.generator is not None:
+            self.generator_head = make_generator_head(
+                self.generator.embeddings.word_embeddings, generator_config.activation,
+                generator_config.layer_norm_epsilon, generator_config.initializer_range,
+                dtype=self.dtype_policy, name="generator_predictions")
+        self.tracked_metrics = self._make_metrics()
+        self._build_with_dummy_batch()
 
+    def _build_discriminator(self):
+        """The full-size network that reads the corrupted ids, and its "replaced" head."""
+        config = self.model_config
+        self.discriminator = ElectraEncoder.from_model_config(
+            config, self.embeddings, dtype=self.dtype_policy, name="discriminator")
+        self.discriminator_head = DiscriminatorHead(
+            config.hidden_size, config.activation, config.initializer_range,
+            dtype=self.dtype_policy, name="discriminator_predictions")
+
+    def _make_metrics(self):
         mean = keras.metrics.Mean
-        self.tracked_metrics = [mean(name="loss"), mean(name="mlm_loss"), mean(name="mlm_accuracy")]
+        metrics = [mean(name="loss")]
+        if self.generator is not None:
+            metrics += [mean(name="mlm_loss"), mean(name="mlm_accuracy")]
         if self.objective.electra_objective:
-            self.tracked_metrics += [
-                mean(name="sampled_accuracy"), mean(name="disc_loss"), mean(name="disc_accuracy"),
+            metrics.append(mean(name="sampled_accuracy"))
+        if self.discriminator is not None:
+            metrics += [
+                mean(name="disc_loss"), mean(name="disc_accuracy"),
                 keras.metrics.Precision(thresholds=0.5, name="disc_precision"),
                 keras.metrics.Recall(thresholds=0.5, name="disc_recall"),
                 keras.metrics.AUC(name="disc_auc"),
             ]
-        self._build_with_dummy_batch()
+        return metrics
 
     @property
     def encoder(self):
@@ -115,6 +147,31 @@ class ElectraPretrainer(ReplicatedModel):
 
     def compute_objective(self, batch, step, training=False):
         """Runs steps 1-4 on this replica's batch; returns a dict of per-token tensors."""
+        outputs = self.generate_and_corrupt(batch, step, training)
+        if not self.objective.electra_objective:
+            return outputs
+
+        # 4. Discriminator: is each token replaced?
+        input_mask = tf.cast(batch["input_mask"], tf.int32)
+        segment_ids = tf.cast(batch["segment_ids"], tf.int32)
+        disc_logits = self.discriminator_logits(
+            outputs["corrupted_ids"], input_mask, segment_ids, training)
+        # ELECTRA 15% (paper Table 5) learns from the chosen positions only.
+        disc_weights = outputs["is_chosen"] if self.objective.variant == "electra_15" else (
+            tf.cast(input_mask, tf.float32))
+        outputs.update(
+            disc_logits=disc_logits,
+            disc_xent=tf.nn.sigmoid_cross_entropy_with_logits(
+                labels=outputs["disc_labels"], logits=disc_logits),
+            disc_weights=disc_weights,
+        )
+        return outputs
+
+    def generate_and_corrupt(self, batch, step, training=False):
+        """Steps 1-3. Returns the generator's `mlm_logits` [batch, N, V], `mlm_xent` and
+        `mlm_correct` [batch, N] (when there is a generator) and, for the ELECTRA objectives,
+        `sampled_ids`, `sampled_correct` [batch, N], `original_ids`, `corrupted_ids` (int) and
+        `disc_labels`, `is_chosen` (float 0/1) [batch, seq]."""
         masked_ids = tf.cast(batch["input_ids"], tf.int32)
         input_mask = tf.cast(batch["input_mask"], tf.int32)
         segment_ids = tf.cast(batch["segment_ids"], tf.int32)
@@ -123,17 +180,21 @@ class ElectraPretrainer(ReplicatedModel):
         weights = tf.cast(batch["masked_lm_weights"], tf.float32)
 
         # 1. Generator: a masked-LM only at the masked positions.
-        mlm_logits = self.generator_logits(masked_ids, input_mask, segment_ids, positions, training)
-        if self.objective.uniform_generator:
-            mlm_logits = tf.zeros_like(mlm_logits)
-        outputs = {
-            "mlm_logits": mlm_logits,
-            "mlm_xent": tf.nn.sparse_softmax_cross_entropy_with_logits(
-                labels=original_at_positions, logits=mlm_logits),
-            "mlm_correct": tf.cast(
-                tf.equal(tf.argmax(mlm_logits, axis=-1, output_type=tf.int32), original_at_positions),
-                tf.float32),
-        }
+        outputs = {}
+        if self.generator is None:  # uniform_generator: equal logits, nothing to learn
+            mlm_logits = tf.zeros(
+                [tf.shape(positions)[0], tf.shape(positions)[1], self.model_config.vocab_size])
+        else:
+            mlm_logits = self.generator_logits(
+                masked_ids, input_mask, segment_ids, positions, training)
+            outputs = {
+                "mlm_logits": mlm_logits,
+                "mlm_xent": tf.nn.sparse_softmax_cross_entropy_with_logits(
+                    labels=original_at_positions, logits=mlm_logits),
+                "mlm_correct": tf.cast(tf.equal(
+                    tf.argmax(mlm_logits, axis=-1, output_type=tf.int32), original_at_positions),
+                    tf.float32),
+            }
         if not self.objective.electra_objective:
             return outputs
 
@@ -148,17 +209,13 @@ class ElectraPretrainer(ReplicatedModel):
             is_chosen, tf.reduce_sum(chosen * original_at_positions[:, :, None], axis=1), masked_ids)
         corrupted_ids = tf.where(
             is_chosen, tf.reduce_sum(chosen * sampled[:, :, None], axis=1), masked_ids)
-        labels = tf.cast(tf.not_equal(corrupted_ids, original_ids), tf.float32)
-
-        # 4. Discriminator: is each token replaced?
-        disc_logits = self.discriminator_logits(corrupted_ids, input_mask, segment_ids, training)
         outputs.update(
             sampled_ids=sampled,
             sampled_correct=tf.cast(tf.equal(sampled, original_at_positions), tf.float32),
+            original_ids=original_ids,
             corrupted_ids=corrupted_ids,
-            disc_labels=labels,
-            disc_logits=disc_logits,
-            disc_xent=tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=disc_logits),
+            disc_labels=tf.cast(tf.not_equal(corrupted_ids, original_ids), tf.float32),
+            is_chosen=tf.cast(is_chosen, tf.float32),
         )
         return outputs
 
@@ -174,26 +231,34 @@ class ElectraPretrainer(ReplicatedModel):
         uniform = tf.slice(uniform, [replica * batch_size, 0], [batch_size, num_slots])
         return sample_token_ids(logits, uniform)
 
+    def loss_terms(self, batch, outputs):
+        """{name: (weight, per-token loss, per-token weights)}: the loss is the sum over names of
+        weight * (batch-global weighted mean of the per-token loss)."""
+        terms = {}
+        if self.generator is not None:
+            terms["mlm"] = (self.objective.gen_weight, outputs["mlm_xent"],
+                            tf.cast(batch["masked_lm_weights"], tf.float32))
+        if self.discriminator is not None:
+            terms["disc"] = (self.objective.disc_weight, outputs["disc_xent"],
+                             outputs["disc_weights"])
+        return terms
+
     def compute_losses(self, batch, outputs):
         """Step 5. Returns this replica's share of the loss (to differentiate) and global means."""
-        weights = tf.cast(batch["masked_lm_weights"], tf.float32)
-        local_sums = [tf.reduce_sum(outputs["mlm_xent"] * weights), tf.reduce_sum(weights)]
-        if self.objective.electra_objective:
-            token_mask = tf.cast(batch["input_mask"], tf.float32)
-            local_sums += [tf.reduce_sum(outputs["disc_xent"] * token_mask), tf.reduce_sum(token_mask)]
+        terms = self.loss_terms(batch, outputs)
+        local_sums = []
+        for _, per_token, token_weights in terms.values():
+            local_sums += [tf.reduce_sum(per_token * token_weights), tf.reduce_sum(token_weights)]
         global_sums = tf.unstack(cross_replica_sum(tf.stop_gradient(tf.stack(local_sums))))
 
         # "*_share": this replica's part of the global mean, differentiable; the rest: the
         # global values to report (identical on every replica, no gradient).
-        losses = {"mlm_share": local_sums[0] / (global_sums[1] + 1e-6),
-                  "mlm_loss": global_sums[0] / (global_sums[1] + 1e-6)}
-        losses["loss_share"] = self.objective.gen_weight * losses["mlm_share"]
-        losses["loss"] = self.objective.gen_weight * losses["mlm_loss"]
-        if self.objective.electra_objective:
-            losses["disc_share"] = local_sums[2] / (global_sums[3] + 1e-6)
-            losses["disc_loss"] = global_sums[2] / (global_sums[3] + 1e-6)
-            losses["loss_share"] += self.objective.disc_weight * losses["disc_share"]
-            losses["loss"] += self.objective.disc_weight * losses["disc_loss"]
+        losses = {"loss_share": 0.0, "loss": 0.0}
+        for i, (name, (weight, _, _)) in enumerate(terms.items()):
+            losses[f"{name}_share"] = local_sums[2 * i] / (global_sums[2 * i + 1] + 1e-6)
+            losses[f"{name}_loss"] = global_sums[2 * i] / (global_sums[2 * i + 1] + 1e-6)
+            losses["loss_share"] += weight * losses[f"{name}_share"]
+            losses["loss"] += weight * losses[f"{name}_loss"]
         return losses
 
     # ---- Keras hooks --------------------------------------------------------------------------
@@ -220,23 +285,30 @@ class ElectraPretrainer(ReplicatedModel):
         return self._update_metrics(batch, outputs, self.compute_losses(batch, outputs))
 
     def _update_metrics(self, batch, outputs, losses):
-        by_name = {m.name: m for m in self.tracked_metrics}
+        self.update_metric_states({m.name: m for m in self.tracked_metrics}, batch, outputs, losses)
+        return self.logged({m.name: m.result() for m in self.tracked_metrics})
+
+    def update_metric_states(self, by_name, batch, outputs, losses):
+        """Updates the metrics `by_name` (those of `_make_metrics`) with one step's tensors."""
         weights = tf.cast(batch["masked_lm_weights"], tf.float32)
         by_name["loss"].update_state(losses["loss"])
-        by_name["mlm_loss"].update_state(losses["mlm_loss"])
-        by_name["mlm_accuracy"].update_state(outputs["mlm_correct"], sample_weight=weights)
+        if self.generator is not None:
+            by_name["mlm_loss"].update_state(losses["mlm_loss"])
+            by_name["mlm_accuracy"].update_state(outputs["mlm_correct"], sample_weight=weights)
         if self.objective.electra_objective:
+            by_name["sampled_accuracy"].update_state(outputs["sampled_correct"], sample_weight=weights)
+        if self.discriminator is not None:
+            # Detection over every non-pad token, also for electra_15 (whose loss covers the
+            # chosen positions only), so that the variants' numbers compare.
             token_mask = tf.cast(batch["input_mask"], tf.float32)
             labels, logits = outputs["disc_labels"], outputs["disc_logits"]
             probs = tf.sigmoid(logits)
-            by_name["sampled_accuracy"].update_state(outputs["sampled_correct"], sample_weight=weights)
             by_name["disc_loss"].update_state(losses["disc_loss"])
             by_name["disc_accuracy"].update_state(
                 tf.cast(tf.equal(tf.cast(logits > 0, tf.float32), labels), tf.float32),
                 sample_weight=token_mask)
             for name in ("disc_precision", "disc_recall", "disc_auc"):
                 by_name[name].update_state(labels, probs, sample_weight=token_mask)
-        return self.logged({m.name: m.result() for m in self.tracked_metrics})
 
     def _build_with_dummy_batch(self):
         """Creates every variable now: `fit` refuses a subclassed model with unbuilt sublayers."""

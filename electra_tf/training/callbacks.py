@@ -88,6 +88,14 @@ class CheckpointAndGuard(keras.callbacks.Callback):
         logging.info("saved checkpoint %s", path)
 
 
+# Pretraining metrics in log lines, in this order, when the objective reports them: a uniform
+# generator has no MLM loss, the Table 5 MLM variants (objective.variant) report their own.
+VARIANT_METRICS = ("replace_mlm_loss", "replace_mlm_accuracy", "all_tokens_mlm_loss",
+                   "all_tokens_mlm_accuracy", "copy_gate_mean")
+PRETRAINING_LINE_METRICS = ("loss", "mlm_loss", "mlm_accuracy", "disc_loss", "disc_auc",
+                            *VARIANT_METRICS)
+
+
 class ProgressLogger(keras.callbacks.Callback):
     """Every `every` steps: a log line (losses, accuracies, AUC, LR, sequences/s, ETA) and
     TensorBoard scalars at the true global step. Metrics are averages since the last line."""
@@ -119,20 +127,14 @@ class ProgressLogger(keras.callbacks.Callback):
         values["sequences_per_second"] = steps * self.global_batch_size / max(now - self._last, 1e-9)
         per_step = (now - self._start) / max(self.step - self.initial_step, 1)
         eta = int(per_step * (self.total_steps - self.step))
-        if self.metric_names is not None:
-            logging.info("step %d/%d  %s  lr %.2e  seq/s %.1f  ETA %d:%02d:%02d", self.step,
-                         self.total_steps, "  ".join(f"{name} {values.get(name, math.nan):.4f}"
-                                                     for name in self.metric_names),
-                         values["learning_rate"], values["sequences_per_second"],
-                         eta // 3600, eta // 60 % 60, eta % 60)
-        else:
-            logging.info(
-                "step %d/%d  loss %.4f  mlm_loss %.4f  mlm_acc %.3f%s  lr %.2e  seq/s %.1f  ETA %d:%02d:%02d",
-                self.step, self.total_steps, values.get("loss", math.nan), values.get("mlm_loss", math.nan),
-                values.get("mlm_accuracy", math.nan),
-                f"  disc_loss {values['disc_loss']:.4f}  disc_auc {values['disc_auc']:.3f}"
-                if "disc_auc" in values else "",
-                values["learning_rate"], values["sequences_per_second"], eta // 3600, eta // 60 % 60, eta % 60)
+        names = self.metric_names
+        if names is None:  # the pretraining line: what this objective reports, in a fixed order
+            names = [name for name in PRETRAINING_LINE_METRICS if name in values]
+        logging.info("step %d/%d  %s  lr %.2e  seq/s %.1f  ETA %d:%02d:%02d", self.step,
+                     self.total_steps, "  ".join(f"{name} {values.get(name, math.nan):.4f}"
+                                                 for name in names),
+                     values["learning_rate"], values["sequences_per_second"],
+                     eta // 3600, eta // 60 % 60, eta % 60)
         write_scalars(self.writer, self.step, values)
         self.last_values = values
         self._last, self._last_step = now, self.step
@@ -166,7 +168,8 @@ class HeldOutEvaluation(keras.callbacks.Callback):
         self.model.reset_metrics()  # the training averages start afresh after an evaluation
         self.history.append((step, values))
         logging.info("held-out at step %d: %s", step, "  ".join(
-            f"{name} {values[name]:.4f}" for name in ("disc_auc", "disc_loss", "disc_recall",
-                                                        "mlm_loss", "mlm_accuracy")
+            f"{name} {values[name]:.4f}"
+            for name in ("disc_auc", "disc_loss", "disc_recall", "mlm_loss", "mlm_accuracy",
+                         *VARIANT_METRICS)
             if name in values))
         write_scalars(self.writer, step, values)
