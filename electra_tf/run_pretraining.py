@@ -232,9 +232,9 @@ def run() -> int:
                                         os.path.join(write_dir, "tensorboard"))
     run_callbacks, evaluation = [guard, progress], None
     if eval_files:
-        held_out = pipeline.make_dataset(
+        held_out = pipeline.make_held_out_dataset(
             eval_files, config.run.train_batch_size, config.run.max_seq_length, config.objective,
-            training=False).take(config.run.eval_batches).cache()
+            config.run.eval_batches)
         evaluation = callbacks.HeldOutEvaluation(
             held_out, total, start, config.run.eval_every_steps,
             os.path.join(write_dir, "tensorboard", "heldout"))

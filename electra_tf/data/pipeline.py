@@ -141,6 +141,20 @@ def make_dataset(files: list[str], batch_size: int, max_seq_length: int, objecti
     return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
 
 
+def make_held_out_dataset(files: list[str], batch_size: int, max_seq_length: int, objective,
+                          num_batches: int):
+    """The first `num_batches` masked batches of `files` in order, cached, with a known length.
+
+    The known length matters: Keras 3.15's `evaluate` runs one step past the end of a dataset of
+    unknown cardinality and averages a zero into every Mean metric (2 batches reported 2/3 of
+    their mean loss).
+    """
+    dataset = make_dataset(files, batch_size, max_seq_length, objective,
+                           training=False).take(num_batches).cache()
+    count = sum(1 for _ in dataset)
+    return dataset.apply(tf.data.experimental.assert_cardinality(count))
+
+
 def make_distributed_dataset(strategy, files, global_batch_size, max_seq_length, objective, *,
                              seed=0, skip_global_batches=0, shuffle_buffer=1000):
     """One pipeline per input pipeline (host) via `distribute_datasets_from_function`."""

@@ -8,7 +8,8 @@ import tensorflow as tf
 
 from electra_tf.config import ObjectiveConfig
 from electra_tf.data.pipeline import (DataError, check_sequence_length, find_unreadable_shard,
-                                      list_shards, make_dataset, read_data_metadata)
+                                      list_shards, make_dataset, make_held_out_dataset,
+                                      read_data_metadata)
 from tests.run_helpers import write_records
 
 OBJECTIVE = ObjectiveConfig(cls_token_id=2, sep_token_id=3, mask_token_id=4)
@@ -97,3 +98,19 @@ def test_unreadable_shard_is_named(shards, tmp_path):
     corrupt.write_bytes(bytes(data))
     message = find_unreadable_shard([files[0], str(corrupt), files[2]], 32)
     assert message.startswith(f"{corrupt} is corrupt or truncated"), message
+
+
+def test_held_out_evaluation_averages_exactly_its_batches(shards):
+    from electra_tf.models import ElectraPretrainer
+    from tests.models.helpers import tiny_model_config
+
+    objective = ObjectiveConfig(cls_token_id=2, sep_token_id=3, mask_token_id=4)
+    model = ElectraPretrainer(tiny_model_config(), objective)
+    model.compile(optimizer="adam", jit_compile=False)
+    held_out = make_held_out_dataset(list_shards(str(shards)), 8, 32, objective, 2)
+    assert held_out.cardinality().numpy() == 2
+    per_batch = [model.evaluate(held_out.skip(i).take(1), verbose=0, return_dict=True)["loss"]
+                 for i in range(2)]
+    together = model.evaluate(held_out, verbose=0, return_dict=True)["loss"]
+    # With an unknown length, Keras averaged a third, zero step in: 2/3 of the mean.
+    assert abs(together - np.mean(per_batch)) < 1e-3 * abs(together)
