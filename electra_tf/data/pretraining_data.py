@@ -90,6 +90,7 @@ class GroupResult:
     """What writing one shard group produced: its shard files and their example counts."""
 
     index: int
+    shards: tuple[int, ...]  # the shard indices of `paths`
     paths: list[str]
     examples_per_shard: list[int]
     stats: PackingStats
@@ -174,7 +175,8 @@ class ShardWriter:
                 writer.close()
         for path in paths:
             tf.io.gfile.rename(path + ".incomplete", path, overwrite=True)
-        return GroupResult(group.index, paths, counts, stats, time.perf_counter() - start_time)
+        return GroupResult(group.index, group.shards, paths, counts, stats,
+                           time.perf_counter() - start_time)
 
 
 def _batches(documents: Iterable[list[str]], max_lines: int) -> Iterator[list[list[str]]]:
@@ -370,9 +372,8 @@ def build_pretraining_data(
         total.add(result.stats)
     if not total.examples:
         raise corpus_lib.CorpusError("the corpus produced no examples (no line has a token)")
-    shards = sorted(((path, count) for r in results
-                     for path, count in zip(r.paths, r.examples_per_shard)),
-                    key=lambda item: _shard_index(item[0]))
+    shards = [(path, count) for _, path, count in sorted(
+        item for r in results for item in zip(r.shards, r.paths, r.examples_per_shard))]
     if total.invalid_utf8_lines:
         logging.warning("%d lines held bytes that are not UTF-8: replaced by U+FFFD, which the "
                         "tokenizer removes (--replace_invalid_utf8)", total.invalid_utf8_lines)
@@ -398,10 +399,6 @@ def build_pretraining_data(
                            sum(r.seconds for r in results), len(units))
     logging.info("done: %s", summary.line())
     return summary
-
-
-def _shard_index(path: str) -> int:
-    return int(path.rsplit("-", 3)[-3])
 
 
 def _write_in_processes(settings: BuildSettings, groups: list[build_plan.ShardGroup],
