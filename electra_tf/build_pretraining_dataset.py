@@ -12,10 +12,13 @@ random short target length, no example crosses a document, overflow past max_seq
 discarded. Every shard samples the whole corpus (electra_tf/data/build_plan.py).
 """
 
-import os
 import sys
 
-from absl import app, flags, logging
+from absl import app, flags
+
+from electra_tf import console
+
+console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("corpus", None, "Text corpus: a directory (its files), a glob, or a "
@@ -50,35 +53,18 @@ flags.DEFINE_bool("replace_invalid_utf8", False, "Replace bytes that are not UTF
 flags.DEFINE_float("log_every_s", 10.0, "Seconds between progress lines.")
 
 
-def user_errors() -> tuple:
-    """The project's error classes, for a one-line message instead of a traceback.
-
-    tokenization.py (keras-hub, TensorFlow) is only consulted once something imported it, so a
-    bad corpus or output directory is reported without paying TensorFlow's import.
-    """
-    from electra_tf.data.corpus import CorpusError
-    from electra_tf.data.pretraining_data import DatasetBuildError
-    errors = [CorpusError, DatasetBuildError]
-    tokenization = sys.modules.get("electra_tf.data.tokenization")
-    if tokenization is not None:
-        errors.append(tokenization.VocabularyError)
-    return tuple(errors)
-
-
 def main(argv):
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from electra_tf.data.pretraining_data import build_pretraining_data
+    from electra_tf.errors import exit_on_user_error
 
-    logging.set_verbosity(logging.INFO)
     missing = [name for name in ("vocab_file", "output_dir") if not FLAGS[name].value]
     if missing:
         sys.exit(f"error: --{' and --'.join(missing)} required")
     if bool(FLAGS.corpus) == bool(FLAGS.tfds_name):
         sys.exit("error: give exactly one of --corpus or --tfds_name")
-    try:
-        summary = build_pretraining_data(
+    summary = exit_on_user_error(lambda: build_pretraining_data(
             output_dir=FLAGS.output_dir, vocab_file=FLAGS.vocab_file, corpus=FLAGS.corpus,
             tfds_name=FLAGS.tfds_name, tfds_split=FLAGS.tfds_split,
             tfds_text_key=FLAGS.tfds_text_key, tfds_data_dir=FLAGS.tfds_data_dir,
@@ -86,11 +72,7 @@ def main(argv):
             num_shards=FLAGS.num_shards, lower_case=FLAGS.lower_case,
             strip_accents=FLAGS.strip_accents, seed=FLAGS.seed, overwrite=FLAGS.overwrite,
             replace_invalid_utf8=FLAGS.replace_invalid_utf8, normalization=FLAGS.normalization,
-            log_every_s=FLAGS.log_every_s)
-    except Exception as e:  # noqa: BLE001 - re-raised unless it is one of ours
-        if isinstance(e, user_errors()):
-            sys.exit(f"error: {e}")
-        raise
+            log_every_s=FLAGS.log_every_s))
     print(summary.line(), flush=True)
 
 

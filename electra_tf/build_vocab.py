@@ -23,6 +23,10 @@ import sys
 
 from absl import app, flags, logging
 
+from electra_tf import console
+
+console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("corpus", None, "Text corpus: a directory (its files), a glob, or a "
                     "comma-separated list of text files. Give this or --tfds_name.")
@@ -53,10 +57,9 @@ class CorpusLines:
 def main(argv):
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from electra_tf.data import corpus as corpus_lib
+    from electra_tf.errors import UserError
 
-    logging.set_verbosity(logging.INFO)
     if bool(FLAGS.corpus) == bool(FLAGS.tfds_name):
         sys.exit("error: give exactly one of --corpus or --tfds_name")
     if FLAGS.vocab_size <= 5:
@@ -79,12 +82,8 @@ def main(argv):
                                       lower_case=FLAGS.lower_case,
                                       strip_accents=FLAGS.strip_accents,
                                       min_frequency=FLAGS.min_frequency)
-    except Exception as e:  # noqa: BLE001 - re-raised unless it is one of ours
-        tokenization = sys.modules.get("electra_tf.data.tokenization")
-        if isinstance(e, corpus_lib.CorpusError) or (
-                tokenization is not None and isinstance(e, tokenization.VocabularyError)):
-            sys.exit(f"error: {e}")
-        raise
+    except UserError as e:
+        sys.exit(f"error: {e}")
     shortfall = ""
     if len(vocabulary) < FLAGS.vocab_size:
         shortfall = (f" (fewer than the {FLAGS.vocab_size:,} asked: no pair of pieces is seen "

@@ -21,6 +21,11 @@ import sys
 
 from absl import app, flags
 
+from electra_tf import console
+from electra_tf.errors import UserError
+
+console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("data_file", None, "The official SQuAD JSON (dev-v1.1.json or dev-v2.0.json).")
 flags.DEFINE_string("predictions_file", None, "JSON object: question id -> predicted answer text.")
@@ -30,7 +35,7 @@ flags.DEFINE_float("null_threshold", -2.75, "v2.0: a question whose null odds ex
 flags.DEFINE_string("output_file", None, "Also write the JSON object here.")
 
 
-class EvaluationError(ValueError):
+class EvaluationError(UserError):
     """Inputs that cannot be scored."""
 
 

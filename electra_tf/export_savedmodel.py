@@ -35,6 +35,11 @@ import sys
 
 from absl import app, flags
 
+from electra_tf import console
+from electra_tf.errors import UserError
+
+console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
+
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Run directory of run_pretraining: reads its config.yaml "
                     "and the newest checkpoint under checkpoints/. Default output_dir: "
@@ -64,7 +69,7 @@ flags.DEFINE_integer("max_seq_length", None, "serve_text: longest [CLS] tokens [
                      "(128 unless the run changed it).")
 
 
-class ExportCommandError(ValueError):
+class ExportCommandError(UserError):
     """An export that cannot run as asked."""
 
 
@@ -265,15 +270,10 @@ def main(argv):
         sys.exit(f"error: unexpected arguments {argv[1:]}; see --help")
     import tensorflow as tf
 
-    from electra_tf.config import ConfigError
-    from electra_tf.data.tokenization import VocabularyError
-    from electra_tf.export.savedmodel import ExportError
-    from electra_tf.training.checkpointing import CheckpointError
+    from electra_tf.errors import exit_on_user_error
 
     try:
-        return run()
-    except (ExportCommandError, ExportError, ConfigError, VocabularyError, CheckpointError) as e:
-        sys.exit(f"error: {e}")
+        return exit_on_user_error(run)
     except tf.errors.OpError as e:
         message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", e.message).strip()
         sys.exit(f"error: {message.splitlines()[0] if message else type(e).__name__}")

@@ -39,7 +39,11 @@ import sys
 
 from absl import app, flags, logging
 
+from electra_tf import console
+from electra_tf.errors import UserError
 from electra_tf.training import device_flags
+
+console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("task", None, "glue/{cola,sst2,mrpc,stsb,qqp,mnli,qnli,rte,wnli}, csv, "
@@ -95,7 +99,7 @@ device_flags.define_device_flags()
 flags.adopt_module_key_flags(device_flags)  # listed by --help with this command's own flags
 
 
-class RunError(ValueError):
+class RunError(UserError):
     """A run that cannot start as asked."""
 
 
@@ -159,21 +163,9 @@ def run() -> int:
 def main(argv):
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments {argv[1:]}; see --help")
-    from electra_tf.config import ConfigError
-    from electra_tf.data.classification_data import TaskDataError
-    from electra_tf.data.tokenization import VocabularyError
-    from electra_tf.export.savedmodel import ExportError
-    from electra_tf.finetuning.demo import DemoError
-    from electra_tf.finetuning.runner import FinetuneError
-    from electra_tf.training.checkpointing import CheckpointError
-    from electra_tf.training.distribution import StrategyError
+    from electra_tf.errors import exit_on_user_error
 
-    known = (RunError, ConfigError, TaskDataError, VocabularyError, ExportError, FinetuneError,
-             CheckpointError, StrategyError, DemoError)
-    try:
-        return run()
-    except known as e:
-        sys.exit(f"error: {e}")
+    return exit_on_user_error(run)
 
 
 if __name__ == "__main__":

@@ -22,12 +22,13 @@ from absl import logging
 from safetensors.numpy import load_file
 
 from electra_tf.config import ModelConfig, ObjectiveConfig
+from electra_tf.errors import UserError
 
 ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_approximate", "gelu_pytorch_tanh": "gelu_approximate",
                "gelu_fast": "gelu_approximate", "relu": "relu"}
 
 
-class ConversionError(ValueError):
+class ConversionError(UserError):
     """Weights or configs that do not fit an ELECTRA layout."""
 
 

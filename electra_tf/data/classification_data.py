@@ -21,6 +21,8 @@ from typing import Iterator, Sequence
 
 from absl import logging
 
+from electra_tf.errors import UserError
+
 FORMATS = ("csv", "tsv", "jsonl")
 EXTENSION_FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -45,7 +47,7 @@ class Example:
     line: int = 0
 
 
-class TaskDataError(ValueError):
+class TaskDataError(UserError):
     """Task data that cannot be read as asked (missing file, column or label, bad encoding)."""
 
 

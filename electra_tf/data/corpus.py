@@ -24,11 +24,13 @@ from typing import Callable, Iterable, Iterator
 
 from absl import logging
 
+from electra_tf.errors import UserError
+
 BLOCK_BYTES = 1 << 20  # documents are handed out to processes in blocks of about 1 MiB
 EMBEDDED_SKIP_DIRS = frozenset({"test", "tests", "idlelib", "site-packages", "__pycache__"})
 
 
-class CorpusError(ValueError):
+class CorpusError(UserError):
     """A corpus that cannot be read: nothing matches, a file is missing, or it holds no text."""
 
 

@@ -19,12 +19,13 @@ import tensorflow as tf
 
 from electra_tf.data import pretraining_records as records
 from electra_tf.data.masking import mask_tokens, max_predictions_per_seq
+from electra_tf.errors import UserError
 
 MIN_RECORD_BYTES = 16  # length, its CRC, an empty payload and its CRC
 MIN_SHUFFLE_BATCHES = 2  # the shuffle buffer holds at least this many batches
 
 
-class DataError(ValueError):
+class DataError(UserError):
     """Pretraining data that cannot be read as asked."""
 
 

@@ -33,6 +33,7 @@ from electra_tf.data import corpus as corpus_lib
 from electra_tf.data import pretraining_records as records
 from electra_tf.data.example_packing import (MAX_SEQ_LENGTH, MIN_SEQ_LENGTH, ExamplePacker,
                                              PackingStats)
+from electra_tf.errors import UserError
 
 # A worker process spends about 3 s of CPU importing TensorFlow and keras-hub before it
 # tokenizes anything, about as long as it takes to build 16 MiB of text; with the default
@@ -42,7 +43,7 @@ TOKENIZE_BATCH_LINES = 2000
 TFDS_EXAMPLES_PER_UNIT = 20000
 
 
-class DatasetBuildError(ValueError):
+class DatasetBuildError(UserError):
     """Settings or an output directory that a pretraining-data build cannot use."""
 
 

@@ -15,6 +15,7 @@ import dataclasses
 
 from electra_tf.data import pretraining_records as records
 from electra_tf.data.tokenization import SpecialIds, load_vocabulary, special_ids
+from electra_tf.errors import UserError
 
 BERT_UNCASED_SIZE = 30522
 BERT_UNCASED_IDS = SpecialIds(pad=0, unk=100, cls=101, sep=102, mask=103)
@@ -23,7 +24,7 @@ CONFIG_TOKEN_FIELDS = {"pad_token_id": "pad", "cls_token_id": "cls", "sep_token_
                        "mask_token_id": "mask"}
 
 
-class VocabularyMismatch(ValueError):
+class VocabularyMismatch(UserError):
     """Sources of a run's vocabulary that disagree, or none at all."""
 
 

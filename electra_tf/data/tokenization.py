@@ -36,6 +36,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from electra_tf.data import text_normalization
+from electra_tf.errors import UserError
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 UNKNOWN_TOKEN = "[UNK]"
@@ -44,7 +45,7 @@ MAX_CHARS_PER_WORD = 200  # the original's `max_input_chars_per_word`
 MAX_UTF8_BYTES_PER_CHAR = 4
 
 
-class VocabularyError(ValueError):
+class VocabularyError(UserError):
     """A vocabulary file that cannot be used for ELECTRA."""
 
 

@@ -35,13 +35,15 @@ import os
 import keras
 import tensorflow as tf
 
+from electra_tf.errors import UserError
+
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 DEFAULT_SIGNATURE = "serving_default"
 EXAMPLES_SIGNATURE = "serve_examples"
 TEXT_SIGNATURE = "serve_text"
 
 
-class ExportError(ValueError):
+class ExportError(UserError):
     """An export that cannot be written as asked."""
 
 

@@ -14,12 +14,13 @@ import tensorflow as tf
 from electra_tf.config import FinetuneConfig
 from electra_tf.data.classification_features import featurize, swap_pairs
 from electra_tf.data.tokenization import load_vocabulary, make_tokenizer, special_ids
+from electra_tf.errors import UserError
 from electra_tf.evaluation.metrics import HEADLINE, score
 from electra_tf.models.classifier import ElectraClassifier
 from electra_tf.models.task_model import INPUT_NAMES
 
 
-class FinetuneError(ValueError):
+class FinetuneError(UserError):
     """A fine-tuning run that cannot start or finish as asked."""
 
 

@@ -31,6 +31,7 @@ from electra_tf.config import load_config
 from electra_tf.data import corpus
 from electra_tf.data.classification_data import Example
 from electra_tf.data.classification_features import LabelSpace
+from electra_tf.errors import UserError
 from electra_tf.finetuning import runner
 from electra_tf.finetuning.api import resolve_config
 from electra_tf.finetuning.source import resolve_source
@@ -44,7 +45,7 @@ LABELS = ("random", "next")
 MAX_TRAIN_PAIRS = 4000
 
 
-class DemoError(ValueError):
+class DemoError(UserError):
     """The demonstration cannot run (the pretraining demo is missing)."""
 
 
@@ -78,8 +79,8 @@ def _finished_pretraining(run_dir: str) -> bool:
 
 def _mlm_steps(electra_dir: str) -> int:
     """Steps of the MLM baseline with the FLOPs of the ELECTRA demo's run."""
-    from electra_tf.training.flops import pretraining_step_flops
     from electra_tf.data.masking import max_predictions_per_seq
+    from electra_tf.training.flops import pretraining_step_flops
 
     config = load_config(os.path.join(electra_dir, "config.yaml"))
     seq, batch = config.run.max_seq_length, config.run.train_batch_size

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from electra_tf.errors import UserError
 
-class CheckpointError(ValueError):
+
+class CheckpointError(UserError):
     """A checkpoint that does not fit the model being trained."""
 
 

@@ -8,10 +8,11 @@ import os
 import tensorflow as tf
 from absl import logging
 
+from electra_tf.errors import UserError
 from electra_tf.training.device_flags import STRATEGIES
 
 
-class StrategyError(ValueError):
+class StrategyError(UserError):
     """A strategy that cannot be created on this machine."""
 
 

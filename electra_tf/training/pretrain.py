@@ -1,0 +1,303 @@
+"""`pretrain(...)`: one pretraining run, the function behind `run_pretraining` and the notebooks.
+
+    import electra_tf
+
+    result = electra_tf.pretrain(model_dir="runs/demo", train_steps=200)   # the demo corpus
+    result = electra_tf.pretrain(config="pretrain/electra_small", data="gs://b/shards/*",
+                                 model_dir="gs://b/run", strategy="tpu", mixed_precision="bf16")
+    print(result.held_out[-1])        # (step, {"disc_auc": ..., ...})
+
+Calling it again with the same `model_dir` continues from the newest checkpoint, at the exact
+batch where the last call stopped. Inputs that cannot work raise `electra_tf.UserError` before
+anything is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Any, Sequence
+
+import keras
+import tensorflow as tf
+import yaml
+from absl import logging
+
+from electra_tf.config import ElectraConfig, ObjectiveConfig, load_config
+from electra_tf.data import pipeline, run_vocabulary
+from electra_tf.errors import UserError
+from electra_tf.export import export_discriminator
+from electra_tf.models import ElectraPretrainer
+from electra_tf.training import callbacks, checkpointing, distribution
+from electra_tf.training.optimizer import create_optimizer
+
+DEFAULT_CONFIG = "pretrain/demo"
+DEMO_VOCAB_SIZE = 2500  # about what the embedded corpus supports at min_frequency 10
+
+
+class RunError(UserError):
+    """A run that cannot start as asked."""
+
+
+@dataclasses.dataclass
+class PretrainResult:
+    """What a `pretrain` call did.
+
+    `status` is "finished" or "preempted" (SIGTERM: a checkpoint was saved; call again to go
+    on). `last_metrics` holds the last progress line's training metrics, `held_out` the
+    (step, metrics) of every held-out evaluation. `model` is the trained `ElectraPretrainer`.
+    """
+
+    model_dir: str
+    status: str
+    step: int
+    checkpoint: str | None
+    export_dir: str | None
+    config: ElectraConfig
+    last_metrics: dict[str, float]
+    held_out: list[tuple[int, dict[str, float]]]
+    seconds: float
+    model: Any = dataclasses.field(repr=False, default=None)
+
+
+def prepare_demo_data(run_dir: str) -> tuple[str, str, str]:
+    """Builds (once) the embedded corpus, its vocabulary and TFRecords under run_dir/data: every
+    10th document held out for evaluation. Returns (train glob, held-out glob, vocab.txt)."""
+    from electra_tf.data import corpus, pretraining_data, vocab_learning
+
+    data_dir = os.path.join(run_dir, "data")
+    vocab_file = os.path.join(data_dir, "vocab.txt")
+    records_dir = os.path.join(data_dir, "tfrecords")
+    held_out_dir = os.path.join(data_dir, "heldout_tfrecords")
+    if not all(os.path.exists(os.path.join(d, "metadata.json")) for d in (records_dir, held_out_dir)):
+        text_dir, held_out_text_dir = (os.path.join(data_dir, name) for name in ("text", "heldout_text"))
+        paths = corpus.write_embedded_corpus(text_dir, held_out_dir=held_out_text_dir)
+        logging.info("demo corpus: %d files under %s", len(paths), text_dir)
+        lines = [line for document in corpus.read_documents(text_dir) for line in document]
+        vocab_learning.learn_vocabulary(lines, DEMO_VOCAB_SIZE, vocab_file)
+        for text, records in ((held_out_text_dir, held_out_dir), (text_dir, records_dir)):
+            summary = pretraining_data.build_pretraining_data(
+                corpus=text, vocab_file=vocab_file, output_dir=records, max_seq_length=128,
+                overwrite=True)
+            logging.info("demo data: %s", summary)
+    return (os.path.join(records_dir, "*.tfrecord*"), os.path.join(held_out_dir, "*.tfrecord*"),
+            vocab_file)
+
+
+def _user_settings(config, overrides: Sequence[str]) -> dict[str, int]:
+    """Vocabulary-related config values the user set: through an override, or (special ids) a
+    config file. Recipes' model.vocab_size is a placeholder for the data's, not a setting."""
+    keys = {override.split("=", 1)[0].strip() for override in overrides}
+    settings = {}
+    if "model.vocab_size" in keys:
+        settings["model.vocab_size"] = config.model.vocab_size
+    for field in run_vocabulary.CONFIG_TOKEN_FIELDS:
+        value = getattr(config.objective, field)
+        if f"objective.{field}" in keys or value != getattr(ObjectiveConfig, field):
+            settings[f"objective.{field}"] = value
+    return settings
+
+
+def resolve_config(config: str, overrides: Sequence[str], metadata_by_directory: dict[str, dict],
+                   vocab_file: str | None = None,
+                   assume_bert_vocabulary: bool = False) -> ElectraConfig:
+    """The recipe with the overrides, then the vocabulary size and special ids of the data
+    (see `electra_tf.data.run_vocabulary`), checked against everything the user set."""
+    resolved = load_config(config, overrides=list(overrides))
+    vocabulary = run_vocabulary.resolve(metadata_by_directory,
+                                        vocab_file or resolved.run.vocab_file,
+                                        assume_bert_vocabulary)
+    settings = _user_settings(resolved, overrides)
+    run_vocabulary.check_user_settings(vocabulary, settings)
+    logging.info("vocabulary: %s", vocabulary.describe())
+    ids = vocabulary.ids
+    resolved = dataclasses.replace(
+        resolved,
+        model=dataclasses.replace(resolved.model, vocab_size=settings.get("model.vocab_size",
+                                                                          vocabulary.size)),
+        objective=dataclasses.replace(resolved.objective, pad_token_id=ids.pad,
+                                      cls_token_id=ids.cls, sep_token_id=ids.sep,
+                                      mask_token_id=ids.mask),
+        run=dataclasses.replace(resolved.run, vocab_file=vocabulary.vocab_file or ""))
+    return resolved.validate()
+
+
+def check_model_dir(model_dir: str, config: ElectraConfig) -> None:
+    """Refuses a model_dir whose checkpoints came from another model or objective."""
+    path = os.path.join(model_dir, "config.yaml")
+    if not tf.io.gfile.exists(path):
+        return
+    with tf.io.gfile.GFile(path) as f:
+        previous = yaml.safe_load(f) or {}
+    current = config.to_dict()
+    for section in ("model", "objective"):
+        old, new = previous.get(section, {}), current[section]
+        changed = sorted(k for k in new if k in old and old[k] != new[k] and k != "vocab_file")
+        if changed:
+            key = changed[0]
+            raise RunError(f"{model_dir} holds a run with a different config ({section}.{key} was "
+                           f"{old[key]!r}, now {new[key]!r}); use another --model_dir or the same "
+                           "config. Nothing was changed.")
+
+
+def _check_eval_records(eval_files: list[str], batch: int) -> None:
+    records = sum(1 for _ in tf.data.TFRecordDataset(eval_files).take(batch))
+    if records < batch:  # evaluation drops partial batches: it would have nothing to read
+        raise RunError(f"--eval_data holds {records} records, fewer than one batch of "
+                       f"{batch}: give more held-out records or a smaller run.train_batch_size")
+
+
+def pretrain(*, config: str | None = None, data: str | None = None,
+             eval_data: str | None = None, vocab_file: str | None = None,
+             model_dir: str | None = None, train_steps: int | None = None,
+             overrides: Sequence[str] = (), init_checkpoint: str | None = None,
+             assume_bert_vocabulary: bool = False,
+             strategy: str | tf.distribute.Strategy = "auto", tpu: str | None = None,
+             mixed_precision: str = "none", jit_compile: bool | None = None,
+             cpu_devices: int = 0, deterministic: bool = False, export: bool = True,
+             preemption: callbacks.Preemption | None = None) -> PretrainResult:
+    """Pretrains ELECTRA (or the configured objective) and returns a `PretrainResult`.
+
+    Args:
+      config: recipe, a path or a name under configs/ (default "pretrain/demo").
+      data: TFRecord shards of `build_pretraining_dataset` (glob, comma-separated globs or a
+        directory; local or gs://). None: build the embedded demonstration corpus, with its own
+        vocabulary and held-out split, under `model_dir`/data.
+      eval_data: held-out shards for the discriminator's AUC and the losses every
+        run.eval_every_steps steps and at the end (the demo holds out every 10th document).
+      vocab_file: vocab.txt the data was built with; checked against the data's metadata.json,
+        needed only for data without one.
+      model_dir: run directory (checkpoints, TensorBoard, config.yaml, export). Default
+        runs/electra_<config name> for the demo; required with `data`.
+      train_steps: total steps (overrides optimizer.train_steps).
+      overrides: "section.key=value" strings, e.g. "run.train_batch_size=64".
+      init_checkpoint: start from these weights with a fresh optimizer (ignored on resume).
+      assume_bert_vocabulary: for data with neither metadata nor vocab_file: BERT's uncased ids.
+      strategy: "auto", "one_device", "mirrored", "multi_worker", "tpu", or a
+        `tf.distribute.Strategy` made by the caller (a notebook that already has its TPU).
+      tpu: TPU name or grpc:// address for strategy "tpu"/"auto".
+      mixed_precision: "none", "bf16" or "fp16".
+      jit_compile: XLA for the train step (None: on TPU and GPU, off on CPU).
+      cpu_devices: split the CPU into this many logical devices (before TensorFlow starts).
+      deterministic: TensorFlow op determinism (bitwise-reproducible runs and resumes).
+      export: write the discriminator's SavedModel under model_dir/export/<step>.
+      preemption: a `callbacks.Preemption` installed earlier (SIGTERM during setup is kept).
+    """
+    started = time.time()
+    preemption = preemption or callbacks.Preemption()
+    config_name = config or DEFAULT_CONFIG
+    demo = data is None  # the embedded corpus, with pretrain/demo or the given config
+    if demo and vocab_file is not None:
+        raise RunError("--vocab_file without --data: give the TFRecords made with it (--data), "
+                       "or neither to train on the embedded demonstration corpus")
+    short_name = os.path.splitext(os.path.basename(config_name))[0]
+    model_dir = model_dir or (f"runs/electra_{short_name}" if demo else None)
+    if model_dir is None:
+        raise RunError("--model_dir is required with --data")
+    if tf.io.gfile.exists(model_dir) and not tf.io.gfile.isdir(model_dir):
+        raise RunError(f"--model_dir {model_dir} is an existing file, not a directory")
+    distribution.split_cpu(cpu_devices)
+    if deterministic:
+        tf.config.experimental.enable_op_determinism()
+    if demo:
+        data, demo_eval_data, vocab_file = prepare_demo_data(model_dir)
+        eval_data = eval_data or demo_eval_data
+    files = pipeline.list_shards(data)
+    eval_files = pipeline.list_shards(eval_data) if eval_data else []
+    metadata = pipeline.read_data_metadata(files + eval_files)
+    overrides = list(overrides)
+    all_overrides = overrides + ([f"optimizer.train_steps={train_steps}"]
+                                 if train_steps is not None else [])
+    run_config = resolve_config(config_name, all_overrides, metadata, vocab_file,
+                                assume_bert_vocabulary)
+    pipeline.check_sequence_length(metadata, run_config.run.max_seq_length)
+    if eval_files:
+        _check_eval_records(eval_files, run_config.run.train_batch_size)
+    check_model_dir(model_dir, run_config)
+    if isinstance(strategy, str):
+        strategy = distribution.make_strategy(strategy, tpu)
+    return _train(run_config, config_name, strategy, model_dir, files, eval_files,
+                  init_checkpoint, mixed_precision, jit_compile, export, preemption, started)
+
+
+def _train(config, config_name, strategy, model_dir, files, eval_files, init_checkpoint,
+           mixed_precision, jit_compile, export, preemption, started) -> PretrainResult:
+    is_chief = strategy.extended.should_checkpoint  # False only on non-chief multi-worker tasks
+    write_dir = model_dir
+    if not is_chief:  # collective saves need every worker; only the chief's copy is kept
+        resolver = strategy.cluster_resolver
+        write_dir = os.path.join(model_dir, "workers", f"{resolver.task_type}_{resolver.task_id}")
+    tf.io.gfile.makedirs(write_dir)
+    if is_chief:
+        with tf.io.gfile.GFile(os.path.join(model_dir, "config.yaml"), "w") as f:
+            f.write(config.to_yaml())
+
+    jit_compile = distribution.use_xla(strategy, jit_compile)
+    keras.mixed_precision.set_dtype_policy(distribution.DTYPE_POLICIES[mixed_precision])
+    keras.utils.set_random_seed(config.objective.seed)  # initial weights and dropout
+    with strategy.scope():
+        model = ElectraPretrainer(config.model, config.objective)
+        model.compile(optimizer=create_optimizer(config.optimizer), jit_compile=jit_compile,
+                      steps_per_execution=config.run.steps_per_execution)
+        run_checkpoint = checkpointing.RunCheckpoint(
+            model, os.path.join(write_dir, "checkpoints"), config.run.keep_checkpoint_max)
+        start = run_checkpoint.restore_latest()
+    if start:
+        logging.info("resuming from %s at step %d", run_checkpoint.latest, start)
+    elif init_checkpoint:
+        checkpointing.restore_weights(model, init_checkpoint)
+        logging.info("initialised weights from %s", init_checkpoint)
+
+    total = config.optimizer.train_steps
+    guard = callbacks.CheckpointAndGuard(run_checkpoint, config.run.save_checkpoints_steps, start,
+                                         preemption)
+    progress = callbacks.ProgressLogger(total, start, config.run.log_every_steps,
+                                        config.run.train_batch_size,
+                                        os.path.join(write_dir, "tensorboard"))
+    run_callbacks, evaluation = [guard, progress], None
+    if eval_files:
+        held_out = pipeline.make_held_out_dataset(
+            eval_files, config.run.train_batch_size, config.run.max_seq_length, config.objective,
+            config.run.eval_batches)
+        evaluation = callbacks.HeldOutEvaluation(
+            held_out, total, start, config.run.eval_every_steps,
+            os.path.join(write_dir, "tensorboard", "heldout"))
+        run_callbacks.append(evaluation)
+    if start < total:
+        dataset = pipeline.make_distributed_dataset(
+            strategy, files, config.run.train_batch_size, config.run.max_seq_length,
+            config.objective, seed=config.objective.seed, skip_global_batches=start,
+            shuffle_buffer=config.run.shuffle_buffer)
+        logging.info("training %s (%s, %s) from step %d to %d on %d replica(s), global batch %d",
+                     config_name, type(strategy).__name__, "XLA" if jit_compile else "no XLA",
+                     start, total, strategy.num_replicas_in_sync, config.run.train_batch_size)
+        try:
+            model.fit(dataset, steps_per_epoch=total - start, epochs=1, verbose=0,
+                      callbacks=run_callbacks)
+        except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
+            logging.info("reading the data failed; looking for the shard that fails")
+            culprit = pipeline.find_unreadable_shard(files + eval_files, config.run.max_seq_length)
+            if culprit is None:
+                raise
+            raise RunError(f"cannot read the TFRecord data: {culprit}") from e
+    else:
+        guard.status = "finished"
+        logging.info("%s is already at step %d of %d", run_checkpoint.latest, start, total)
+
+    if guard.status == "non_finite":
+        raise RunError(f"the loss became non-finite at step {guard.batches}; stopped without "
+                       "saving. Last good checkpoint: "
+                       f"{run_checkpoint.latest or 'none was saved yet'}")
+    export_dir = None
+    if guard.status == "preempted":
+        logging.info("preempted: saved %s; rerun the same command to continue", run_checkpoint.latest)
+    elif export and is_chief:
+        export_dir = export_discriminator(
+            model, os.path.join(model_dir, "export", str(guard.batches)))
+    return PretrainResult(
+        model_dir=model_dir, status=guard.status, step=guard.batches,
+        checkpoint=run_checkpoint.latest, export_dir=export_dir, config=config,
+        last_metrics=progress.last_values,
+        held_out=evaluation.history if evaluation else [], seconds=time.time() - started,
+        model=model)
