@@ -1,3 +1,85 @@
-"""electra_tf: ELECTRA pretraining, fine-tuning and serving in Keras 3 / TensorFlow 2."""
+"""electra_tf: ELECTRA pretraining, fine-tuning and serving in Keras 3 / TensorFlow 2.
+
+    import electra_tf
+
+    result = electra_tf.pretrain(model_dir="runs/demo", train_steps=300)   # demo corpus, CPU
+    report = electra_tf.finetune("glue/rte", data_dir="glue_data/RTE",
+                                 init_checkpoint="runs/demo", model_dir="runs/demo_rte")
+    pretrainer = electra_tf.load("runs/demo")        # a run or a converted directory
+    encoder = electra_tf.load("keras_hub_preset/")   # a keras-hub preset: the encoder
+
+`ElectraPretrainer.from_preset(path)`, `ElectraEncoder.from_preset(path)` and the task models'
+`from_preset(path, ...)` load the same directories keras-hub's way. `.keras` files of these
+models load with `electra_tf.load`, or with `keras.saving.load_model` once `electra_tf.models`
+is imported (which registers the classes).
+
+Names are imported on first use, so `import electra_tf` and `python -m electra_tf.<command>
+--help` stay fast and TensorFlow starts only when something needs it.
+"""
+
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS = {
+    # models (Keras, registered for .keras serialization)
+    "ElectraPretrainer": "electra_tf.models.pretrainer",
+    "ElectraEncoder": "electra_tf.models.encoder",
+    "ElectraEmbeddings": "electra_tf.models.embeddings",
+    "ElectraClassifier": "electra_tf.models.classifier",
+    "ElectraQuestionAnswerer": "electra_tf.models.question_answerer",
+    "ElectraTagger": "electra_tf.models.tagger",
+    "DiscriminatorHead": "electra_tf.models.heads",
+    # configuration
+    "ElectraConfig": "electra_tf.config",
+    "FinetuneConfig": "electra_tf.config",
+    "ModelConfig": "electra_tf.config",
+    "ObjectiveConfig": "electra_tf.config",
+    "load_config": "electra_tf.config",
+    # data
+    "build_pretraining_data": "electra_tf.data.pretraining_data",
+    "learn_vocabulary": "electra_tf.data.vocab_learning",
+    "make_tokenizer": "electra_tf.data.tokenization",
+    "make_dataset": "electra_tf.data.pipeline",
+    "make_held_out_dataset": "electra_tf.data.pipeline",
+    "load_task": "electra_tf.finetuning.api",
+    # training
+    "pretrain": "electra_tf.training.pretrain",
+    "PretrainResult": "electra_tf.training.pretrain",
+    "finetune": "electra_tf.finetuning.api",
+    "build_classifier": "electra_tf.finetuning.api",
+    # loading, conversion, export
+    "load": "electra_tf.loading",
+    "load_pretrainer": "electra_tf.loading",
+    "load_encoder": "electra_tf.loading",
+    "load_task_model": "electra_tf.loading",
+    "load_google_checkpoint": "electra_tf.convert.google",
+    "load_hf_pretrainer": "electra_tf.convert.hf",
+    "save_hf": "electra_tf.convert.hf",
+    "to_keras_hub_backbone": "electra_tf.convert.keras_hub",
+    "from_keras_hub_backbone": "electra_tf.convert.keras_hub",
+    "export_discriminator": "electra_tf.export.savedmodel",
+    "export_classifier": "electra_tf.export.classifier",
+    "export_question_answerer": "electra_tf.export.question_answerer",
+    "export_tagger": "electra_tf.export.tagger",
+    # errors
+    "UserError": "electra_tf.errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'electra_tf' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

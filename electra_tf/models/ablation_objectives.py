@@ -56,6 +56,7 @@ def copy_mixture_prediction(mlm_logits, copy_logits, input_ids):
     return tf.where(input_prob >= best_generated_prob, input_ids, best_generated)
 
 
+@keras.saving.register_keras_serializable(package="electra_tf")
 class CorruptedInputMlmPretrainer(ElectraPretrainer):
     """ELECTRA's generator and corruption, then a full-size masked LM reading the corrupted ids.
 

@@ -12,6 +12,7 @@ import tensorflow as tf
 from electra_tf.models.task_model import TASK_HEAD_SCOPE, TaskModel
 
 
+@keras.saving.register_keras_serializable(package="electra_tf")
 class ClassificationHead(keras.layers.Layer):
     """[CLS] of `sequence_output` [batch, seq, hidden] -> dropout -> dense -> float32 [batch, units]."""
 
@@ -34,12 +35,35 @@ class ClassificationHead(keras.layers.Layer):
         return {**super().get_config(), "units": self.units, "dropout": self.dropout_rate}
 
 
+@keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraClassifier(TaskModel):
     """ELECTRA with the original's GLUE head, usable with plain `compile()` / `fit()`.
 
     Call: a dict of int `input_ids`, `input_mask`, `segment_ids` [batch, seq] -> float32 logits
     [batch, num_labels], or with `regression=True` predictions [batch] on the scaled [0, 1] target
     scale. Labels: int class ids [batch], or float scaled targets [batch].
+
+    Args:
+      model_config: the encoder's sizes, an `electra_tf.config.ModelConfig` (default: its
+        defaults). `from_preset` takes them from the pretrained directory.
+      num_labels: classes (at least 2); ignored with `regression=True`.
+      regression: one output unit trained with squared error (STS-B) instead of softmax.
+      dropout: rate of the dropout on the [CLS] vector.
+      loss_reduction: "sum" of the per-example losses over the global batch (the original's)
+        or "mean".
+      **kwargs: `keras.Model` arguments (`name`, `dtype`, ...).
+
+    Example:
+
+    ```python
+    model = ElectraClassifier.from_preset("runs/small", num_labels=3)  # pretrained encoder
+    # or, randomly initialised: ElectraClassifier(ModelConfig(vocab_size=100, ...), 3)
+    inputs = {"input_ids": tf.constant([[101, 7, 8, 102]]),
+              "input_mask": tf.ones([1, 4], tf.int32), "segment_ids": tf.zeros([1, 4], tf.int32)}
+    model.compile(optimizer="adam")
+    model.fit(inputs, tf.constant([2]), epochs=1)
+    model(inputs).shape  # (1, 3)
+    ```
     """
 
     def __init__(self, model_config=None, num_labels=2, regression=False, dropout=0.1,

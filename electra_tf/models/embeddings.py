@@ -4,6 +4,7 @@ import keras
 import keras_hub
 
 
+@keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraEmbeddings(keras.layers.Layer):
     """Word + position + token-type embeddings, then LayerNorm, then dropout.
 
@@ -13,6 +14,25 @@ class ElectraEmbeddings(keras.layers.Layer):
     its transpose as the output projection.
 
     Call: `input_ids` int [batch, seq], `segment_ids` int [batch, seq] -> float [batch, seq, E].
+
+    Args:
+      vocab_size: rows of the word table V.
+      embedding_size: width E of the three tables (ELECTRA-Small: 128; the generator and
+        discriminator share it).
+      max_position_embeddings: rows of the position table: the longest sequence.
+      type_vocab_size: rows of the token-type (segment) table.
+      dropout: rate of the dropout after the LayerNorm.
+      layer_norm_epsilon: the LayerNorm's epsilon (1e-12 as the original, not Keras' 1e-3).
+      initializer_range: stddev of the truncated-normal initialisation of the tables.
+      **kwargs: `keras.layers.Layer` arguments (`name`, `dtype`, ...).
+
+    Example:
+
+    ```python
+    embeddings = ElectraEmbeddings(vocab_size=200, embedding_size=16, max_position_embeddings=32)
+    ids = tf.constant([[101, 7, 8, 102]])
+    embeddings(ids, tf.zeros_like(ids)).shape  # (1, 4, 16)
+    ```
     """
 
     def __init__(self, vocab_size, embedding_size, max_position_embeddings=512, type_vocab_size=2,

@@ -7,6 +7,7 @@ from electra_tf.models.embeddings import ElectraEmbeddings
 from electra_tf.models.transformer import TransformerLayer
 
 
+@keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraEncoder(keras.layers.Layer):
     """A BERT-style encoder over an injected (possibly shared) `ElectraEmbeddings` block.
 
@@ -16,6 +17,37 @@ class ElectraEncoder(keras.layers.Layer):
 
     Call: `input_ids`, `input_mask` (1 = real token), `segment_ids`, each int [batch, seq]
     -> `sequence_output` [batch, seq, hidden_size].
+
+    `from_preset(path)` loads a pretrained discriminator encoder; `from_model_config` sizes one
+    by an `electra_tf.config.ModelConfig`. A deserialised encoder (`from_config`) owns a new
+    copy of its embeddings: sharing them with another network is the owner's job (the
+    pretrainer rebuilds its networks from its `ModelConfig`).
+
+    Args:
+      embeddings: the `ElectraEmbeddings` block it reads (not owned: it may be shared).
+      hidden_size: width H of the transformer; a Dense E->H projection is added when the
+        embeddings' width E differs.
+      num_layers: transformer blocks.
+      num_heads: attention heads per block.
+      intermediate_size: width of the feed-forward layer.
+      hidden_dropout: dropout rate on the residual branches.
+      attention_dropout: dropout rate on the attention probabilities.
+      activation: "gelu" (exact erf), "gelu_approximate" (tanh) or "relu".
+      layer_norm_epsilon: the blocks' LayerNorm epsilon.
+      initializer_range: stddev of the truncated-normal kernels.
+      **kwargs: `keras.layers.Layer` arguments (`name`, `dtype`, ...).
+
+    Example:
+
+    ```python
+    embeddings = ElectraEmbeddings(vocab_size=200, embedding_size=16, max_position_embeddings=32)
+    encoder = ElectraEncoder(embeddings, hidden_size=32, num_layers=2, num_heads=2,
+                             intermediate_size=64)
+    ids = tf.constant([[101, 7, 8, 102, 0]])
+    mask = tf.constant([[1, 1, 1, 1, 0]])
+    encoder(ids, mask, tf.zeros_like(ids)).shape  # (1, 5, 32)
+    # Or pretrained: encoder = ElectraEncoder.from_preset("runs/small")
+    ```
     """
 
     def __init__(self, embeddings, hidden_size, num_layers, num_heads, intermediate_size,
@@ -84,9 +116,17 @@ class ElectraEncoder(keras.layers.Layer):
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        config["embeddings"] = keras.layers.deserialize(
-            config["embeddings"], custom_objects={"ElectraEmbeddings": ElectraEmbeddings})
+        config["embeddings"] = keras.layers.deserialize(config["embeddings"])
         return cls(**config)
+
+    @classmethod
+    def from_preset(cls, path):
+        """The pretrained encoder to fine-tune (with its own embeddings, built, weights loaded)
+        from a run directory of `run_pretraining`, an output of `convert_checkpoint` (electra_tf
+        or keras_hub) or a fine-tuning run directory: `electra_tf.loading.load_encoder`."""
+        from electra_tf.loading import load_encoder  # models/ does no file I/O itself
+
+        return load_encoder(path)
 
 
 def make_embeddings(config, **kwargs):

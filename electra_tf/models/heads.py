@@ -15,6 +15,10 @@ def make_generator_head(word_embeddings, activation="gelu", layer_norm_epsilon=1
     transposed word-embedding table (tied) plus its own bias.
 
     Call: `inputs` [batch, seq, Hg], `mask_positions` int [batch, N] -> logits [batch, N, V].
+
+    The layer is keras-hub's (registered as `keras_hub>MaskedLMHead`); its config holds a copy
+    of the word table's config, so a deserialised head owns a new, untied table. Inside a
+    pretrainer the tie is rebuilt by the pretrainer's constructor.
     """
     return keras_hub.layers.MaskedLMHead(
         token_embedding=word_embeddings,
@@ -29,6 +33,20 @@ class DiscriminatorHead(keras.layers.Layer):
     """Dense H->H with GELU, then dense H->1 (Glorot): one "replaced" logit per token.
 
     Call: `sequence_output` [batch, seq, H] -> float32 logits [batch, seq].
+
+    Args:
+      hidden_size: width H of the encoder output (and of the hidden dense layer).
+      activation: of the hidden dense layer: "gelu" (exact erf), "gelu_approximate" or "relu".
+      initializer_range: stddev of the hidden layer's truncated-normal kernel.
+      **kwargs: `keras.layers.Layer` arguments (`name`, `dtype`, ...).
+
+    Example:
+
+    ```python
+    head = DiscriminatorHead(hidden_size=32)
+    logits = head(tf.zeros([2, 5, 32]))  # float32 [2, 5]
+    replaced_probability = tf.sigmoid(logits)
+    ```
     """
 
     def __init__(self, hidden_size, activation="gelu", initializer_range=0.02, **kwargs):

@@ -47,12 +47,35 @@ def _replica_position():
     return context.replica_id_in_sync_group, context.num_replicas_in_sync
 
 
+@keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraPretrainer(ReplicatedModel):
     """Generator + discriminator sharing their embeddings, trained jointly with `model.fit`.
 
     Batches are dicts of int tensors with static shapes: `input_ids` (with [MASK]s),
     `input_mask`, `segment_ids` [batch, seq]; `masked_lm_positions`, `masked_lm_ids` (the
     original ids) and float `masked_lm_weights` [batch, N] (see `electra_tf.data.masking`).
+    Calling the model returns the objective's per-token tensors (`compute_objective`), e.g.
+    `disc_logits` [batch, seq]; `encoder` is the network to fine-tune.
+
+    Args:
+      model_config: sizes of the discriminator and generator, an `electra_tf.config.ModelConfig`
+        (default: its defaults).
+      objective: the objective, an `electra_tf.config.ObjectiveConfig` (default: ELECTRA's);
+        its `variant` "replace_mlm" or "all_tokens_mlm" builds a `CorruptedInputMlmPretrainer`.
+      **kwargs: `keras.Model` arguments (`name`, `dtype`, ...).
+
+    Example:
+
+    ```python
+    from electra_tf.config import ModelConfig, ObjectiveConfig
+
+    config = ModelConfig(vocab_size=200, embedding_size=16, hidden_size=32, num_layers=2,
+                         num_heads=2, intermediate_size=64, max_position_embeddings=32)
+    model = ElectraPretrainer(config, ObjectiveConfig())
+    model.compile(optimizer=keras.optimizers.Adam(1e-4))
+    # model.fit(masked_batches)  # see electra_tf.data.pretraining_data / electra_tf.pretrain
+    model = ElectraPretrainer.from_preset("runs/small")  # a run or converted directory
+    ```
     """
 
     def __new__(cls, model_config=None, objective=None, **kwargs):
@@ -323,10 +346,23 @@ class ElectraPretrainer(ReplicatedModel):
         self.built = True
 
     def get_config(self):
-        return {"model_config": dataclasses.asdict(self.model_config),
-                "objective": dataclasses.asdict(self.objective), "name": self.name}
+        return {**super().get_config(), "model_config": dataclasses.asdict(self.model_config),
+                "objective": dataclasses.asdict(self.objective)}
 
     @classmethod
     def from_config(cls, config):
-        return cls(ModelConfig(**config["model_config"]), ObjectiveConfig(**config["objective"]),
-                   name=config.get("name"))
+        config = dict(config)
+        return cls(ModelConfig(**config.pop("model_config")),
+                   ObjectiveConfig(**config.pop("objective")), **config)
+
+    @classmethod
+    def from_preset(cls, path, **kwargs):
+        """The pretrainer of a directory, weights loaded, in one call
+        (`electra_tf.loading.load_pretrainer`): a run directory of `run_pretraining` or an
+        output of `convert_checkpoint --to electra_tf` (config.yaml + checkpoints/, the newest
+        checkpoint; or a checkpoint prefix inside checkpoints/), or a keras-hub
+        `ElectraBackbone` preset (its weights in the discriminator; generator and heads fresh).
+        `kwargs` go to the constructor (`name`, `dtype`)."""
+        from electra_tf.loading import load_pretrainer  # models/ does no file I/O itself
+
+        return load_pretrainer(path, model_class=cls, **kwargs)

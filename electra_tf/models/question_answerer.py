@@ -20,8 +20,37 @@ BEAM_OUTPUTS = ("start_top_index", "start_top_log_probs", "end_top_index", "end_
                 "answerable_logit")
 
 
+@keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraQuestionAnswerer(TaskModel):
-    """ELECTRA with the original's joint span head (`head="joint"`) or BERT's (`"independent"`)."""
+    """ELECTRA with the original's joint span head (`head="joint"`) or BERT's (`"independent"`).
+
+    Inputs, outputs and labels: see the module docstring.
+
+    Args:
+      model_config: the encoder's sizes, an `electra_tf.config.ModelConfig` (default: its
+        defaults). `from_preset` takes them from the pretrained directory.
+      head: "joint" (the original's XLNet-style head: the end conditioned on the start) or
+        "independent" (BERT's: start and end each from a linear unit).
+      beam_size: k, the starts (and ends per start) kept by the in-graph beam search.
+      answerable_weight: weight of the answerability (null) loss.
+      loss_reduction: "sum" of the per-example losses over the global batch (the original's)
+        or "mean".
+      **kwargs: `keras.Model` arguments (`name`, `dtype`, ...).
+
+    Example:
+
+    ```python
+    model = ElectraQuestionAnswerer.from_preset("runs/small", beam_size=5)  # pretrained encoder
+    inputs = {"input_ids": tf.constant([[101, 7, 102, 8, 9, 102]]),
+              "input_mask": tf.ones([1, 6], tf.int32),
+              "segment_ids": tf.constant([[0, 0, 0, 1, 1, 1]])}
+    labels = {"start_positions": tf.constant([3]), "end_positions": tf.constant([4]),
+              "is_impossible": tf.constant([0.0])}
+    model.compile(optimizer="adam")
+    model.fit(inputs, labels, epochs=1)
+    model(inputs)["end_top_index"].shape  # (1, 5, 5); decode with electra_tf.finetuning
+    ```
+    """
 
     def __init__(self, model_config=None, head="joint", beam_size=20, answerable_weight=0.5,
                  loss_reduction="sum", **kwargs):

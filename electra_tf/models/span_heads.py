@@ -112,6 +112,7 @@ class SpanHead(keras.layers.Layer):
                 "answerable_weight": self.answerable_weight}
 
 
+@keras.saving.register_keras_serializable(package="electra_tf")
 class JointSpanHead(SpanHead):
     """The original's joint head: end logits from dense_512_gelu([h_start ; h_j]) -> dense_1.
 
@@ -152,6 +153,7 @@ class JointSpanHead(SpanHead):
                 "end_top_index": end_top_index, "end_top_log_probs": end_top_log_probs}
 
 
+@keras.saving.register_keras_serializable(package="electra_tf")
 class IndependentSpanHead(SpanHead):
     """BERT's head: start and end each from their own linear unit; a span scores s_i + e_j."""
 

@@ -13,6 +13,7 @@ import tensorflow as tf
 from electra_tf.models.task_model import TASK_HEAD_SCOPE, TaskModel
 
 
+@keras.saving.register_keras_serializable(package="electra_tf")
 class TokenTaggingHead(keras.layers.Layer):
     """`sequence_output` [batch, seq, hidden] -> dense -> float32 logits [batch, seq, num_tags]."""
 
@@ -39,6 +40,7 @@ def masked_token_losses(tags, tag_mask, logits):
     return losses * tf.cast(tag_mask, tf.float32)
 
 
+@keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraTagger(TaskModel):
     """ELECTRA with the original's tagging head, usable with plain `compile()` / `fit()`.
 
@@ -47,6 +49,26 @@ class ElectraTagger(TaskModel):
     (float [batch, seq], 1.0 at each word's first piece). The per-example loss is the masked
     cross-entropy summed over the sequence; `accuracy` is the share of tagged positions whose
     most likely tag is right.
+
+    Args:
+      model_config: the encoder's sizes, an `electra_tf.config.ModelConfig` (default: its
+        defaults). `from_preset` takes them from the pretrained directory.
+      num_tags: tags (BIOES labels) to predict.
+      loss_reduction: "sum" of the per-example losses over the global batch (the original's)
+        or "mean".
+      **kwargs: `keras.Model` arguments (`name`, `dtype`, ...).
+
+    Example:
+
+    ```python
+    model = ElectraTagger.from_preset("runs/small", num_tags=9)  # pretrained encoder
+    inputs = {"input_ids": tf.constant([[101, 7, 8, 102]]),
+              "input_mask": tf.ones([1, 4], tf.int32), "segment_ids": tf.zeros([1, 4], tf.int32)}
+    labels = {"tags": tf.constant([[0, 3, 5, 0]]), "tag_mask": tf.constant([[0., 1., 1., 0.]])}
+    model.compile(optimizer="adam")
+    model.fit(inputs, labels, epochs=1)
+    model(inputs).shape  # (1, 4, 9)
+    ```
     """
 
     def __init__(self, model_config=None, num_tags=2, loss_reduction="sum", **kwargs):

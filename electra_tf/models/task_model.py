@@ -105,13 +105,27 @@ class TaskModel(ReplicatedModel):
         return {}
 
     def get_config(self):
-        return {"model_config": dataclasses.asdict(self.model_config), **self.task_config(),
-                "loss_reduction": self.loss_reduction, "name": self.name}
+        return {**super().get_config(), "model_config": dataclasses.asdict(self.model_config),
+                **self.task_config(), "loss_reduction": self.loss_reduction}
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
         return cls(ModelConfig(**config.pop("model_config")), **config)
+
+    @classmethod
+    def from_preset(cls, path, **kwargs):
+        """This task model from a directory, in one call (`electra_tf.loading.load_task_model`).
+
+        From a pretrained directory (a run of `run_pretraining`, an output of
+        `convert_checkpoint`, a keras-hub `ElectraBackbone` preset): the pretrained encoder
+        under a fresh head; `kwargs` are the constructor's (`num_labels=3`, `num_tags=9`,
+        `head="independent"`, ...). From a fine-tuning run directory (`task.json`): the
+        fine-tuned model, head included, built as the run built it.
+        """
+        from electra_tf.loading import load_task_model  # models/ does no file I/O itself
+
+        return load_task_model(cls, path, **kwargs)
 
     def build_layers(self, head):
         """Creates every variable now (`fit` refuses a subclassed model with unbuilt sublayers),

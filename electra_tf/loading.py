@@ -1,0 +1,353 @@
+"""One call from a directory (or file) to the model it holds, weights loaded.
+
+    import electra_tf
+
+    pretrainer = electra_tf.load("runs/small")        # run_pretraining or convert_checkpoint output
+    classifier = electra_tf.load("runs/small_rte")    # a fine-tuning run (one trial)
+    encoder = electra_tf.load("presets/small")        # a keras-hub ElectraBackbone preset
+    model = electra_tf.load("model.keras")            # model.save() of any electra_tf model
+
+What `load` recognises, and what it returns:
+
+    pretraining run directory of `run_pretraining`, or      config.yaml + checkpoints/
+      an output of `convert_checkpoint --to electra_tf`       -> ElectraPretrainer (newest checkpoint)
+    a checkpoint prefix inside its checkpoints/             -> the same, from that checkpoint
+    fine-tuning run directory of `run_finetuning` (one      config.yaml + task.json + checkpoints/
+      trial; with several, each trial_<k>/)                   -> ElectraClassifier, ElectraQuestionAnswerer
+                                                                 or ElectraTagger, head included
+    keras-hub preset (`convert_checkpoint --to keras_hub`,  config.json + model.weights.h5
+      `ElectraBackbone.save_to_preset`)                       -> ElectraEncoder: keras-hub has no
+                                                                 ELECTRA heads, only the encoder
+    a `.keras` file                                         -> keras.saving.load_model
+
+The models' `from_preset` classmethods ask for a given kind of model from any of these:
+`ElectraPretrainer.from_preset` (`load_pretrainer`), `ElectraEncoder.from_preset`
+(`load_encoder`: the encoder to fine-tune) and `ElectraClassifier.from_preset(path,
+num_labels=3)` and the other task models (`load_task_model`: a pretrained encoder under a fresh
+head, or a fine-tuned model). A keras-hub preset's tokenizer, if it has one, is not read here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import types
+
+import keras
+import keras_hub
+import tensorflow as tf
+
+from electra_tf.config import ConfigError, FinetuneConfig, ObjectiveConfig, load_config
+from electra_tf.convert.keras_hub import assign_from_keras_hub, model_config_from_keras_hub
+from electra_tf.finetuning.runner import TASK_CARD, read_task_card
+from electra_tf.finetuning.source import resolve_source, restore_encoder
+# Importing electra_tf.models registers every class a .keras file can name.
+from electra_tf.models import (ElectraClassifier, ElectraEncoder, ElectraPretrainer,
+                               ElectraQuestionAnswerer, ElectraTagger, make_embeddings)
+from electra_tf.models.task_model import TaskModel
+from electra_tf.training.checkpointing import CheckpointError, restore_weights
+
+PRETRAINING, FINETUNING, KERAS_HUB, KERAS_FILE = "pretraining", "fine-tuning", "keras-hub", ".keras"
+KERAS_HUB_CLASS = "ElectraBackbone"
+TASK_MODELS = {"classification": ElectraClassifier, "qa": ElectraQuestionAnswerer,
+               "tagging": ElectraTagger}
+EXPECTED = ("a run directory of run_pretraining or an output directory of convert_checkpoint "
+            "(config.yaml + checkpoints/), a fine-tuning run directory (task.json + config.yaml + "
+            "checkpoints/), a keras-hub ElectraBackbone preset (config.json + model.weights.h5) "
+            "or a .keras file")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Located:
+    """What a path holds: its kind, its run directory (or .keras file), and the checkpoint
+    prefix it named, if it named one."""
+
+    kind: str
+    path: str
+    checkpoint: str | None = None
+
+
+def _exists(directory: str, name: str) -> bool:
+    return tf.io.gfile.exists(os.path.join(directory, name))
+
+
+def _locate(path: str) -> _Located:
+    """Recognises `path` (see the module docstring); CheckpointError naming what was expected."""
+    if not tf.io.gfile.isdir(path):
+        parent = os.path.dirname(path)
+        if os.path.basename(parent) == "checkpoints" and tf.io.gfile.exists(path + ".index"):
+            run = os.path.dirname(parent)
+            return _Located(FINETUNING if _exists(run, TASK_CARD) else PRETRAINING, run, path)
+        if path.endswith(".keras") and tf.io.gfile.exists(path):
+            return _Located(KERAS_FILE, path)
+        if not tf.io.gfile.exists(path):
+            raise CheckpointError(f"{path} does not exist; expected {EXPECTED}")
+        raise CheckpointError(f"{path} is a file, not {EXPECTED} (nor a checkpoint prefix "
+                              "inside a checkpoints/ directory)")
+    if os.path.basename(os.path.normpath(path)) == "checkpoints":
+        run = os.path.dirname(os.path.normpath(path))
+        if _exists(run, "config.yaml"):  # the run's checkpoints/: its newest checkpoint
+            return _locate(run)
+    if _exists(path, TASK_CARD):
+        return _Located(FINETUNING, path)
+    trials = sorted(name.rstrip("/") for name in tf.io.gfile.listdir(path)
+                    if name.startswith("trial_") and _exists(os.path.join(path, name), TASK_CARD))
+    if trials:
+        raise CheckpointError(f"{path} is a fine-tuning run of {len(trials)} trials: load one of "
+                              f"them, e.g. {os.path.join(path, trials[0])}")
+    if _exists(path, "config.yaml"):
+        return _Located(PRETRAINING, path)
+    if _exists(path, "config.json"):
+        _check_keras_hub_class(path)
+        return _Located(KERAS_HUB, path)
+    if _exists(path, "saved_model.pb"):
+        hint = "a SavedModel (an export for serving): load it with tf.saved_model.load"
+    elif _exists(path, "checkpoint"):
+        hint = ("a TensorFlow checkpoint without config.yaml (Google's TF1 release?): convert it "
+                "with `python -m electra_tf.convert_checkpoint --from google`")
+    else:
+        hint = "a directory with neither config.yaml, task.json nor config.json"
+    raise CheckpointError(f"{path} is {hint}; expected {EXPECTED}")
+
+
+def _check_keras_hub_class(directory: str) -> None:
+    config_path = os.path.join(directory, "config.json")
+    try:
+        with tf.io.gfile.GFile(config_path) as f:
+            config = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{config_path} is not JSON: {e}") from None
+    config = config if isinstance(config, dict) else {}
+    if "model_type" in config:
+        raise CheckpointError(f"{directory} is a Hugging Face model directory: convert it with "
+                              "`python -m electra_tf.convert_checkpoint --from hf`")
+    name = str(config.get("registered_name") or config.get("class_name") or "")
+    if not name.endswith(KERAS_HUB_CLASS):
+        raise CheckpointError(f"{directory} is not a keras-hub {KERAS_HUB_CLASS} preset: its "
+                              f"config.json is for {name or 'an unknown class'!r}")
+
+
+def _keras_hub_preset(directory: str):
+    """(keras-hub ElectraBackbone, our ModelConfig of its sizes) of a preset directory."""
+    backbone = keras_hub.models.ElectraBackbone.from_preset(directory)
+    return backbone, model_config_from_keras_hub(backbone.get_config())
+
+
+def _load_keras_file(path: str, model_class: type, what: str):
+    return _require(keras.saving.load_model(path), model_class, path, what)
+
+
+def _a(name: str) -> str:
+    return f"{'an' if name[0] in 'AEIOU' else 'a'} {name}"
+
+
+def _require(model, model_class: type | None, path: str, what: str):
+    if model_class is not None and not isinstance(model, model_class):
+        raise CheckpointError(f"{path} holds {_a(type(model).__name__)}, not {what}")
+    return model
+
+
+def load_pretrainer(path: str, model_class: type | None = None, **kwargs) -> ElectraPretrainer:
+    """The pretrainer a directory holds, its weights loaded.
+
+    Args:
+      path: a run directory of `run_pretraining` or an output directory of `convert_checkpoint
+        --to electra_tf` (config.yaml + checkpoints/: the newest checkpoint), a checkpoint
+        prefix inside its checkpoints/ (`runs/small/checkpoints/ckpt-1000`), a keras-hub
+        `ElectraBackbone` preset (its weights go to the discriminator; the generator and the
+        heads are freshly initialised, activation "gelu_approximate" as keras-hub's) or a
+        `.keras` file.
+      model_class: the class the result must be an instance of (`from_preset` passes its own).
+      **kwargs: to the constructor (`name`, `dtype`); not for a `.keras` file.
+    Returns:
+      an `ElectraPretrainer` (a `CorruptedInputMlmPretrainer` for the replace_mlm and
+      all_tokens_mlm objectives), built.
+    Raises:
+      CheckpointError: `path` holds no pretrainer, or its checkpoint does not fit its config.
+      ConfigError: its config.yaml is not a valid config.
+    """
+    path = os.fspath(path)
+    model_class = model_class or ElectraPretrainer
+    what = _a(model_class.__name__)
+    located = _locate(path)
+    if located.kind == KERAS_FILE:
+        return _load_keras_file(located.path, model_class, what)
+    if located.kind == FINETUNING:
+        raise CheckpointError(f"{path} is a fine-tuning run directory (it has {TASK_CARD}), which "
+                              "holds a task model, not a pretrainer: use electra_tf.load(path)")
+    if located.kind == KERAS_HUB:
+        backbone, model_config = _keras_hub_preset(located.path)
+        model = ElectraPretrainer(model_config, ObjectiveConfig(), **kwargs)
+        assign_from_keras_hub(model.encoder, backbone)
+        return _require(model, model_class, path, what)
+    # resolve_source checks config.yaml's model section and finds the newest checkpoint.
+    source = resolve_source(located.checkpoint or located.path)
+    config = load_config(os.path.join(source.directory, "config.yaml"))
+    model = _require(ElectraPretrainer(config.model, config.objective, **kwargs), model_class,
+                     path, what)
+    restore_weights(model, source.checkpoint)
+    return model
+
+
+def load_encoder(path: str) -> ElectraEncoder:
+    """The pretrained encoder to fine-tune (the discriminator's; for the MLM baseline its one
+    network), with its own embeddings, built and its weights loaded.
+
+    Args:
+      path: a pretraining run or converted directory (or a checkpoint prefix in it), a keras-hub
+        `ElectraBackbone` preset, a fine-tuning run directory (its fine-tuned encoder) or a
+        `.keras` file of a pretrainer or task model.
+    Returns:
+      an `ElectraEncoder` named `discriminator` over embeddings named `embeddings`, so its
+      variables have the paths of a pretrainer's checkpoint.
+    Raises:
+      CheckpointError: `path` holds no encoder, or its checkpoint does not fit its config.
+      ConfigError: its config is not a valid config.
+    """
+    path = os.fspath(path)
+    located = _locate(path)
+    if located.kind == KERAS_FILE:
+        model = keras.saving.load_model(located.path)
+        if not isinstance(model, (ElectraPretrainer, TaskModel)):
+            raise CheckpointError(f"{path} holds {_a(type(model).__name__)}, which has no "
+                                  "ELECTRA encoder")
+        return model.encoder
+    if located.kind == FINETUNING:
+        return load_task_model(TaskModel, path).encoder
+    if located.kind == KERAS_HUB:
+        backbone, model_config = _keras_hub_preset(located.path)
+        encoder = _standalone_encoder(model_config)
+        assign_from_keras_hub(encoder, backbone)
+        return encoder
+    source = resolve_source(located.checkpoint or located.path)
+    encoder = _standalone_encoder(source.model_config)
+    # restore_encoder reads `model.encoder` only (and maps its scope for the MLM baseline).
+    restore_encoder(types.SimpleNamespace(encoder=encoder), source)
+    return encoder
+
+
+def _standalone_encoder(model_config) -> ElectraEncoder:
+    """An encoder built outside any model, its embeddings first, so the variable paths are
+    `embeddings/...` and `discriminator/...` as in a pretrainer's checkpoints."""
+    embeddings = make_embeddings(model_config, name="embeddings")
+    embeddings.build()
+    encoder = ElectraEncoder.from_model_config(model_config, embeddings, name="discriminator")
+    encoder.build()
+    return encoder
+
+
+def load_task_model(model_class: type, path: str, **kwargs) -> TaskModel:
+    """A task model (`ElectraClassifier`, `ElectraQuestionAnswerer`, `ElectraTagger`) from a
+    directory, its weights loaded.
+
+    Args:
+      model_class: the task model's class; `TaskModel` accepts any fine-tuned model.
+      path: a pretraining run or converted directory (or a checkpoint prefix in it) or a
+        keras-hub `ElectraBackbone` preset: its pretrained encoder under a fresh head, the
+        model built as `model_class(model_config, **kwargs)`. Or a fine-tuning run directory
+        (one trial: task.json + config.yaml + checkpoints/): the fine-tuned model, head
+        included, built as the run built it (`kwargs` override its constructor arguments,
+        e.g. `beam_size`). Or a `.keras` file.
+      **kwargs: constructor arguments: `num_labels`, `regression`, `dropout` (classifier),
+        `head`, `beam_size`, `answerable_weight` (question answerer), `num_tags` (tagger),
+        `loss_reduction`, `name`, `dtype`.
+    Raises:
+      CheckpointError: `path` holds no such model, or a checkpoint that does not fit it.
+      ConfigError: its config is not a valid config.
+    """
+    path = os.fspath(path)
+    what = "a task model" if model_class is TaskModel else _a(model_class.__name__)
+    located = _locate(path)
+    if located.kind == KERAS_FILE:
+        return _load_keras_file(located.path, model_class, what)
+    if located.kind == FINETUNING:
+        model = _fine_tuned_model(located.path, model_class, path, kwargs)
+        restore_weights(model, located.checkpoint or _newest_checkpoint(located.path))
+        return model
+    if model_class is TaskModel:
+        raise CheckpointError(f"{path} holds a pretrained encoder and no task head: build the "
+                              "task model with ElectraClassifier.from_preset(path, num_labels=...),"
+                              " ElectraQuestionAnswerer.from_preset or ElectraTagger.from_preset")
+    if located.kind == KERAS_HUB:
+        backbone, model_config = _keras_hub_preset(located.path)
+        model = model_class(model_config, **kwargs)
+        assign_from_keras_hub(model.encoder, backbone)
+        return model
+    source = resolve_source(located.checkpoint or located.path)
+    model = model_class(source.model_config, **kwargs)
+    restore_encoder(model, source)
+    return model
+
+
+def _newest_checkpoint(directory: str) -> str:
+    checkpoint = tf.train.latest_checkpoint(os.path.join(directory, "checkpoints"))
+    if checkpoint is None:
+        raise CheckpointError(f"{directory}/checkpoints holds no checkpoint")
+    return checkpoint
+
+
+def _fine_tuned_model(directory: str, model_class: type, path: str, overrides: dict) -> TaskModel:
+    """The task model a fine-tuning run built (see each task's `build_model`), before restoring."""
+    card = read_task_card(directory)
+    config = load_config(os.path.join(directory, "config.yaml"), base=FinetuneConfig())
+    kind = card.get("kind", "classification")  # older cards of classifiers have no kind
+    if kind not in TASK_MODELS:
+        raise ConfigError(f"{os.path.join(directory, TASK_CARD)}: unknown kind {kind!r} (known: "
+                          f"{', '.join(TASK_MODELS)})")
+    task_class = TASK_MODELS[kind]
+    if not issubclass(task_class, model_class):
+        raise CheckpointError(f"{path} holds a fine-tuned {task_class.__name__} (task "
+                              f"{card.get('task')}), not {_a(model_class.__name__)}")
+    run, qa = config.finetune, config.qa
+    arguments = {"loss_reduction": run.loss_reduction}
+    if kind == "classification":
+        labels = card.get("labels")
+        arguments.update(num_labels=len(labels) if labels else 1, regression=labels is None,
+                         dropout=run.head_dropout)
+    elif kind == "qa":
+        arguments.update(head=qa.head, beam_size=qa.beam_size,
+                         answerable_weight=qa.answerable_weight)
+    else:
+        arguments.update(num_tags=len(card["tags"]))
+    return task_class(config.model, **{**arguments, **overrides})
+
+
+def load(path: str):
+    """Whatever model `path` holds, in one call, its weights loaded.
+
+    Args:
+      path: a pretraining run directory of `run_pretraining` or an output directory of
+        `convert_checkpoint --to electra_tf` (config.yaml + checkpoints/), or a checkpoint
+        prefix inside its checkpoints/; a fine-tuning run directory of `run_finetuning` (one
+        trial); a keras-hub `ElectraBackbone` preset directory (`convert_checkpoint --to
+        keras_hub`); or a `.keras` file.
+    Returns:
+      respectively an `ElectraPretrainer` (newest checkpoint); the fine-tuned
+      `ElectraClassifier`, `ElectraQuestionAnswerer` or `ElectraTagger`; the `ElectraEncoder`
+      (keras-hub has no ELECTRA heads: the preset is the encoder; `ElectraPretrainer.from_preset`
+      and the task models' `from_preset` put it under fresh heads); what the file holds.
+    Raises:
+      CheckpointError: `path` is none of these (the message says what was expected), or its
+        checkpoint does not fit its config.
+      ConfigError: its config is not a valid config.
+
+    Example:
+
+    ```python
+    pretrainer = electra_tf.load("runs/small")
+    scores = pretrainer.discriminator_logits(ids, mask, segments)  # [batch, seq]
+    ```
+    """
+    path = os.fspath(path)
+    located = _locate(path)
+    if located.kind == KERAS_FILE:
+        return keras.saving.load_model(located.path)
+    if located.kind == FINETUNING:
+        return load_task_model(TaskModel, path)
+    if located.kind == KERAS_HUB:
+        return load_encoder(path)
+    return load_pretrainer(path)
+
+
+__all__ = ["load", "load_encoder", "load_pretrainer", "load_task_model"]

@@ -1,0 +1,88 @@
+"""`import electra_tf`: every public name resolves, the import stays light, `pretrain` runs."""
+
+import os
+import subprocess
+import sys
+
+import tensorflow as tf
+
+import electra_tf
+from tests.run_helpers import REPO, cli_args, write_records, write_vocab
+
+
+def test_every_public_name_resolves():
+    assert electra_tf.__all__ and len(set(electra_tf.__all__)) == len(electra_tf.__all__)
+    for name in electra_tf.__all__:
+        assert getattr(electra_tf, name) is not None, name
+    assert set(electra_tf.__all__) <= set(dir(electra_tf))
+    assert issubclass(electra_tf.UserError, ValueError)
+
+
+def test_unknown_name_is_an_attribute_error():
+    try:
+        electra_tf.no_such_thing  # noqa: B018
+    except AttributeError as e:
+        assert "no_such_thing" in str(e)
+    else:
+        raise AssertionError("expected AttributeError")
+
+
+def test_import_does_not_start_tensorflow():
+    # A fresh interpreter is the point: this process has TensorFlow loaded already.
+    code = "import sys, electra_tf; print('tensorflow' in sys.modules, 'keras' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                         timeout=120, check=True).stdout.split()
+    assert out == ["False", "False"]
+
+
+def test_every_error_a_user_can_cause_is_a_user_error():
+    from electra_tf.config import ConfigError
+    from electra_tf.convert.hf import ConversionError
+    from electra_tf.data.classification_data import TaskDataError
+    from electra_tf.data.corpus import CorpusError
+    from electra_tf.data.pipeline import DataError
+    from electra_tf.data.pretraining_data import DatasetBuildError
+    from electra_tf.data.run_vocabulary import VocabularyMismatch
+    from electra_tf.data.squad import SquadDataError
+    from electra_tf.data.tokenization import VocabularyError
+    from electra_tf.export.savedmodel import ExportError
+    from electra_tf.finetuning.classification import FinetuneError
+    from electra_tf.training.checkpointing import CheckpointError
+    from electra_tf.training.distribution import StrategyError
+    from electra_tf.training.pretrain import RunError
+
+    for error in (ConfigError, ConversionError, TaskDataError, CorpusError, DataError,
+                  DatasetBuildError, VocabularyMismatch, SquadDataError, VocabularyError,
+                  ExportError, FinetuneError, CheckpointError, StrategyError, RunError):
+        assert issubclass(error, electra_tf.UserError), error
+
+
+def test_pretrain_from_python(tmp_path):
+    data = write_records(tmp_path / "records")
+    vocab = write_vocab(tmp_path / "vocab.txt")
+    args = cli_args(data, vocab, tmp_path / "run", 4)
+    overrides = [args[i + 1] for i, a in enumerate(args) if a == "--override"]
+    result = electra_tf.pretrain(config="pretrain/demo", data=data, vocab_file=vocab,
+                                 model_dir=str(tmp_path / "run"), train_steps=4,
+                                 overrides=overrides, export=False)
+    assert result.status == "finished" and result.step == 4
+    assert result.checkpoint.endswith("ckpt-4") and result.export_dir is None
+    assert result.config.model.vocab_size == 120 and result.config.run.max_seq_length == 32
+    assert {"loss", "disc_auc"} <= set(result.last_metrics)
+    assert isinstance(result.model, electra_tf.ElectraPretrainer)
+    assert os.path.exists(os.path.join(result.model_dir, "config.yaml"))
+    # Called again, it continues from the checkpoint instead of starting over.
+    again = electra_tf.pretrain(config="pretrain/demo", data=data, vocab_file=vocab,
+                                model_dir=str(tmp_path / "run"), train_steps=6,
+                                overrides=overrides, export=False)
+    assert again.step == 6 and tf.train.latest_checkpoint(str(tmp_path / "run" / "checkpoints"))
+
+
+def test_pretrain_refuses_bad_input_with_a_user_error(tmp_path):
+    (tmp_path / "a_file").write_text("x")
+    try:
+        electra_tf.pretrain(data=str(tmp_path / "nothing*"), model_dir=str(tmp_path / "a_file"))
+    except electra_tf.UserError as e:
+        assert "a_file" in str(e)
+    else:
+        raise AssertionError("expected a UserError")
