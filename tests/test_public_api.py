@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import keras
 import tensorflow as tf
 
 import electra_tf
@@ -64,8 +65,11 @@ def test_pretrain_from_python(tmp_path):
     overrides = [args[i + 1] for i, a in enumerate(args) if a == "--override"]
     result = electra_tf.pretrain(config="pretrain/demo", data=data, vocab_file=vocab,
                                  model_dir=str(tmp_path / "run"), train_steps=4,
-                                 overrides=overrides, export=False)
+                                 overrides=overrides, export=False, mixed_precision="bf16")
     assert result.status == "finished" and result.step == 4
+    # The model keeps bf16; the caller's global policy is left as it was.
+    assert result.model.dtype_policy.name == "mixed_bfloat16"
+    assert keras.mixed_precision.dtype_policy().name == "float32"
     assert result.checkpoint.endswith("ckpt-4") and result.export_dir is None
     assert result.config.model.vocab_size == 120 and result.config.run.max_seq_length == 32
     assert {"loss", "disc_auc"} <= set(result.last_metrics)

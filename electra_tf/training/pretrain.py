@@ -217,12 +217,17 @@ def pretrain(*, config: str | None = None, data: str | None = None,
     check_model_dir(model_dir, run_config)
     if isinstance(strategy, str):
         strategy = distribution.make_strategy(strategy, tpu)
-    return _train(run_config, config_name, strategy, model_dir, files, eval_files,
-                  init_checkpoint, mixed_precision, jit_compile, export, preemption, started)
+    previous_policy = keras.mixed_precision.dtype_policy()
+    keras.mixed_precision.set_dtype_policy(distribution.DTYPE_POLICIES[mixed_precision])
+    try:  # the model keeps its policy; the caller's global one is left as it was
+        return _train(run_config, config_name, strategy, model_dir, files, eval_files,
+                      init_checkpoint, jit_compile, export, preemption, started)
+    finally:
+        keras.mixed_precision.set_dtype_policy(previous_policy)
 
 
 def _train(config, config_name, strategy, model_dir, files, eval_files, init_checkpoint,
-           mixed_precision, jit_compile, export, preemption, started) -> PretrainResult:
+           jit_compile, export, preemption, started) -> PretrainResult:
     is_chief = strategy.extended.should_checkpoint  # False only on non-chief multi-worker tasks
     write_dir = model_dir
     if not is_chief:  # collective saves need every worker; only the chief's copy is kept
@@ -234,7 +239,6 @@ def _train(config, config_name, strategy, model_dir, files, eval_files, init_che
             f.write(config.to_yaml())
 
     jit_compile = distribution.use_xla(strategy, jit_compile)
-    keras.mixed_precision.set_dtype_policy(distribution.DTYPE_POLICIES[mixed_precision])
     keras.utils.set_random_seed(config.objective.seed)  # initial weights and dropout
     with strategy.scope():
         model = ElectraPretrainer(config.model, config.objective)
