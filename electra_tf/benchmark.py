@@ -27,7 +27,10 @@ import time
 
 from absl import app, flags
 
+from electra_tf import console
 from electra_tf.training.flops import encoder_flops_per_token, pretraining_step_flops
+
+console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("size", "small", "Model config: tiny, small, base, large, or a YAML path.")

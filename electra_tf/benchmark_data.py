@@ -33,7 +33,11 @@ import os
 import tempfile
 import time
 
-from absl import app, flags
+from absl import app, flags, logging
+
+from electra_tf import console
+
+console.setup(__name__, default_verbosity=logging.WARNING)  # before TensorFlow loads
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("vocab_file", None, "Vocabulary to use (default: learn one from the corpus).")
@@ -209,10 +213,6 @@ def _in_fresh_process(env: dict, fn, *args):
 
 def main(argv):
     del argv
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from absl import logging
-    logging.set_verbosity(logging.WARNING)
-
     from electra_tf.data import corpus as corpus_lib
     from electra_tf.data import pretraining_data
 

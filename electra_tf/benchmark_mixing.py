@@ -28,7 +28,11 @@ import random
 import tempfile
 
 import numpy as np
-from absl import app, flags
+from absl import app, flags, logging
+
+from electra_tf import console
+
+console.setup(__name__, default_verbosity=logging.WARNING)  # before TensorFlow loads
 
 DOCUMENT_WORD = "d{}"
 FIRST_DOCUMENT_ID = 5  # after [PAD] [UNK] [CLS] [SEP] [MASK]
@@ -153,10 +157,6 @@ flags.DEFINE_integer("seed", 0, "Seed of the corpus, the builds and the readers.
 
 def main(argv):
     del argv
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from absl import logging
-    logging.set_verbosity(logging.WARNING)
-
     from electra_tf.data import pipeline, pretraining_data
 
     with tempfile.TemporaryDirectory() as work:

@@ -34,7 +34,11 @@ import random
 import tempfile
 import time
 
-from absl import app, flags
+from absl import app, flags, logging
+
+from electra_tf import console
+
+console.setup(__name__, default_verbosity=logging.WARNING)  # before TensorFlow loads
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("size", "small", "Model config: tiny, small, base, large, or a YAML path.")
@@ -168,10 +172,6 @@ def _vocabulary_and_examples(work: str) -> tuple[str, list]:
 
 def main(argv):
     del argv
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from absl import logging
-    logging.set_verbosity(logging.WARNING)
-
     import keras
 
     from electra_tf.config import QAConfig, load_config

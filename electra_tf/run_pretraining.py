@@ -74,6 +74,8 @@ def run() -> int:
         preemption=preemption)
     if result.status == "finished":
         _print_summary(result)
+        if FLAGS.data is None and result.model.discriminator is not None:
+            _print_replaced_tokens(result)
     return 0
 
 
@@ -93,6 +95,18 @@ def _print_summary(result) -> None:
     if result.export_dir:
         lines.append(f"SavedModel:     {result.export_dir} (signature serving_default)")
     print("\n".join(lines), flush=True)
+
+
+def _print_replaced_tokens(result) -> None:
+    """The demo's last word: the generator's replacements in held-out sentences, and what the
+    discriminator makes of them."""
+    from electra_tf.evaluation.replaced_tokens import read_examples, show_replaced_tokens
+    from electra_tf.training.pretrain import prepare_demo_data
+
+    _, held_out, _ = prepare_demo_data(result.model_dir)  # built already: only the paths
+    batch = read_examples(held_out, result.model)
+    print(f"\nreplaced tokens in held-out examples at step {result.step}:\n"
+          + show_replaced_tokens(result.model, batch, result.config.run.vocab_file), flush=True)
 
 
 def main(argv):

@@ -98,7 +98,11 @@ PRETRAINING_LINE_METRICS = ("loss", "mlm_loss", "mlm_accuracy", "disc_loss", "di
 
 class ProgressLogger(keras.callbacks.Callback):
     """Every `every` steps: a log line (losses, accuracies, AUC, LR, sequences/s, ETA) and
-    TensorBoard scalars at the true global step. Metrics are averages since the last line."""
+    TensorBoard scalars at the true global step. Metrics are averages since the last line.
+
+    The ETA is the time per step since the first step ended (that step also traces and
+    compiles the train function, often longer than dozens of steps), times the steps left.
+    """
 
     def __init__(self, total_steps: int, initial_step: int, every: int, global_batch_size: int,
                  log_dir: str | None = None, metric_names: tuple[str, ...] | None = None):
@@ -115,9 +119,12 @@ class ProgressLogger(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         self._start = self._last = time.perf_counter()
         self._last_step = self.step
+        self._first_end = None  # (time, step) when the first call of the train function ended
 
     def on_train_batch_end(self, batch, logs=None):
         self.step = self.initial_step + batch + 1
+        if self._first_end is None:
+            self._first_end = (time.perf_counter(), self.step)
         if self.step % self.every and self.step != self.total_steps:
             return
         now = time.perf_counter()
@@ -125,8 +132,7 @@ class ProgressLogger(keras.callbacks.Callback):
         values["learning_rate"] = _scalar(self.model.optimizer.learning_rate)
         steps = self.step - self._last_step
         values["sequences_per_second"] = steps * self.global_batch_size / max(now - self._last, 1e-9)
-        per_step = (now - self._start) / max(self.step - self.initial_step, 1)
-        eta = int(per_step * (self.total_steps - self.step))
+        eta = int(self._seconds_per_step(now) * (self.total_steps - self.step))
         names = self.metric_names
         if names is None:  # the pretraining line: what this objective reports, in a fixed order
             names = [name for name in PRETRAINING_LINE_METRICS if name in values]
@@ -139,6 +145,12 @@ class ProgressLogger(keras.callbacks.Callback):
         self.last_values = values
         self._last, self._last_step = now, self.step
         self.model.reset_metrics()
+
+    def _seconds_per_step(self, now: float) -> float:
+        first_time, first_step = self._first_end
+        if self.step > first_step:
+            return (now - first_time) / (self.step - first_step)
+        return (now - self._start) / max(self.step - self.initial_step, 1)
 
 
 class HeldOutEvaluation(keras.callbacks.Callback):

@@ -80,7 +80,7 @@ def prepare_demo_data(run_dir: str) -> tuple[str, str, str]:
             summary = pretraining_data.build_pretraining_data(
                 corpus=text, vocab_file=vocab_file, output_dir=records, max_seq_length=128,
                 overwrite=True)
-            logging.info("demo data: %s", summary)
+            logging.info("demo data: %s", summary.line())
     return (os.path.join(records_dir, "*.tfrecord*"), os.path.join(held_out_dir, "*.tfrecord*"),
             vocab_file)
 
