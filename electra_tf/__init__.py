@@ -65,6 +65,7 @@ _EXPORTS = {
     "export_classifier": "electra_tf.export.classifier",
     "export_question_answerer": "electra_tf.export.question_answerer",
     "export_tagger": "electra_tf.export.tagger",
+    "show_replaced_tokens": "electra_tf.evaluation.replaced_tokens",
     # errors
     "UserError": "electra_tf.errors",
 }

@@ -15,8 +15,10 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
+from electra_tf.errors import UserError
 
-class ConfigError(ValueError):
+
+class ConfigError(UserError):
     """A config file or override that does not fit the schema."""
 
 
@@ -303,7 +305,16 @@ class FinetuneConfig:
     to_yaml = ElectraConfig.to_yaml
 
 
-CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
+def _config_dir() -> str:
+    """The YAML recipes: electra_tf/configs/ when installed from a wheel or sdist (setup.py
+    packages them there), else the repository's configs/ (checkout, editable install, Bazel)."""
+    package_dir = os.path.dirname(os.path.abspath(__file__))
+    packaged = os.path.join(package_dir, "configs")
+    return packaged if os.path.isdir(packaged) else os.path.join(os.path.dirname(package_dir),
+                                                                 "configs")
+
+
+CONFIG_DIR = _config_dir()
 
 
 def _coerce(value: Any, field_type: Any, where: str) -> Any:

@@ -12,8 +12,11 @@ r"""Converts ELECTRA checkpoints between Google's TF1 release, Hugging Face and 
 An electra_tf output holds checkpoints/ (weights keyed by Keras path), config.yaml (the resolved
 config) and vocab.txt (when given). A Hugging Face output holds discriminator/ and generator/
 directories that `ElectraForPreTraining` / `ElectraForMaskedLM.from_pretrained` load. A keras_hub
-output is an `ElectraBackbone` preset of the discriminator (keras-hub's encoder uses the tanh
-GELU and has an untrained pooler; see electra_tf/convert/keras_hub.py for what that costs).
+output is a keras-hub preset: the discriminator as an `ElectraBackbone` (keras-hub's encoder uses
+the tanh GELU and has an untrained pooler; see electra_tf/convert/keras_hub.py for what that
+costs) and, when the vocabulary is known, an `ElectraTokenizer` over it, so
+`keras_hub.models.ElectraTokenizer.from_preset(dir)` and `ElectraBackbone.from_preset(dir)` load it.
+The vocabulary is --vocab_file, else the input's own (see the flag).
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ import sys
 
 from absl import app, flags, logging
 
+from electra_tf import console
+
+console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
+
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("from", None, ["google", "hf", "keras_hub", "electra_tf"], "Input format.")
 flags.DEFINE_enum("to", "electra_tf", ["electra_tf", "hf", "keras_hub"], "Output format.")
@@ -34,8 +41,14 @@ flags.DEFINE_string("input", None, "google: TF1 checkpoint prefix or directory; 
                     "ElectraBackbone preset directory (save_to_preset).")
 flags.DEFINE_string("generator", None, "hf: the ElectraForMaskedLM directory of the generator.")
 flags.DEFINE_string("output_dir", None, "Where to write the converted model.")
-flags.DEFINE_string("vocab_file", None, "vocab.txt to copy beside the output (google: default "
-                    "<input>/vocab.txt when present).")
+flags.DEFINE_string("vocab_file", None, "vocab.txt to copy beside the output; keras_hub output: "
+                    "also the preset's tokenizer. Default: the input's own, the first present "
+                    "of <input>/vocab.txt; electra_tf: <input>/data/vocab.txt (the demo's), "
+                    "run.vocab_file of its config.yaml; keras_hub: the preset's "
+                    "assets/tokenizer/vocabulary.txt.")
+flags.DEFINE_bool("lower_case", None, "keras_hub output: the tokenizer lower-cases and strips "
+                  "accents (an uncased vocabulary) or, with --nolower_case, keeps case. Default: "
+                  "uncased unless the vocabulary holds upper-case tokens.")
 flags.DEFINE_integer("num_heads", None, "google: attention heads of the discriminator (not in "
                      "the shapes; default hidden // 64 as in the original).")
 flags.DEFINE_integer("generator_num_heads", None, "google: attention heads of the generator "
@@ -61,6 +74,38 @@ def _load(source: str, path: str):
         backbone = keras_hub.models.ElectraBackbone.from_preset(path)
         return from_keras_hub_backbone(backbone), False
     return load_electra_tf(path), True
+
+
+def _input_vocab_file(source: str, path: str) -> str | None:
+    """The vocabulary that came with the input, if any (the order --vocab_file's help gives)."""
+    candidates = [os.path.join(path, "vocab.txt")]
+    if source == "electra_tf":  # files in the run directory first: run.vocab_file may be relative
+        candidates += [os.path.join(path, "data", "vocab.txt"), _configured_vocab_file(path)]
+    elif source == "keras_hub":
+        candidates.append(os.path.join(path, "assets", "tokenizer", "vocabulary.txt"))
+    return next((c for c in candidates if c and os.path.isfile(c)), None)
+
+
+def _configured_vocab_file(run_dir: str) -> str:
+    """run.vocab_file of run_dir/config.yaml; "" when unset or unreadable (loading the run then
+    reports what is wrong with the config)."""
+    import yaml
+
+    try:
+        with open(os.path.join(run_dir, "config.yaml")) as f:
+            run = (yaml.safe_load(f) or {}).get("run") or {}
+        return str(run.get("vocab_file") or "")
+    except (OSError, yaml.YAMLError, AttributeError):
+        return ""
+
+
+def _tokenizer_line(tokenizer, vocab_file: str | None) -> str:
+    if tokenizer is None:
+        return ("tokenizer: not written (no vocabulary known); give --vocab_file vocab.txt to add "
+                "keras-hub's ElectraTokenizer to the preset")
+    casing = "lower-cased, accents stripped" if tokenizer.lowercase else "cased"
+    return (f"tokenizer: ElectraTokenizer, {tokenizer.vocabulary_size()} tokens from "
+            f"{vocab_file}, {casing} (--lower_case / --nolower_case to choose)")
 
 
 def load_electra_tf(path: str):
@@ -99,25 +144,22 @@ def write_electra_tf(pretrainer, output_dir: str, vocab_file: str | None) -> str
 def main(argv):
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments {argv[1:]}; see --help")
-    from electra_tf.config import ConfigError
     from electra_tf.convert import ConversionError, hf
-    from electra_tf.data.tokenization import VocabularyError
-    from electra_tf.training.checkpointing import CheckpointError
+    from electra_tf.errors import UserError
 
     source, output_dir = getattr(FLAGS, "from"), FLAGS.output_dir
-    vocab_file = FLAGS.vocab_file
-    if vocab_file is None:
-        candidate = os.path.join(FLAGS.input, "vocab.txt")
-        vocab_file = candidate if os.path.isfile(candidate) else None
+    vocab_file = FLAGS.vocab_file or _input_vocab_file(source, FLAGS.input)
+    tokenizer = None
     try:
         if os.path.isdir(output_dir) and os.listdir(output_dir) and not FLAGS.overwrite:
             raise ConversionError(f"{output_dir} is not empty (use --overwrite to write into it)")
         pretrainer, has_generator = _load(source, FLAGS.input)
         os.makedirs(output_dir, exist_ok=True)
         if FLAGS.to == "keras_hub":
-            from electra_tf.convert.keras_hub import to_keras_hub_backbone
+            from electra_tf.convert.keras_hub import save_keras_hub_preset
 
-            to_keras_hub_backbone(pretrainer.encoder).save_to_preset(output_dir)
+            tokenizer = save_keras_hub_preset(pretrainer.encoder, output_dir, vocab_file,
+                                              FLAGS.lower_case)
             written = output_dir
         elif FLAGS.to == "hf":
             hf.save_hf(pretrainer, os.path.join(output_dir, "discriminator"),
@@ -130,7 +172,7 @@ def main(argv):
                               [os.path.join(output_dir, d) for d in ("discriminator", "generator")
                                if os.path.isdir(os.path.join(output_dir, d))]):
                 shutil.copyfile(vocab_file, os.path.join(directory, "vocab.txt"))
-    except (ConversionError, ConfigError, VocabularyError, CheckpointError, OSError) as e:
+    except (UserError, OSError) as e:
         sys.exit(f"error: {e}")
     config = pretrainer.model_config
     generator = config.generator_config()
@@ -138,7 +180,8 @@ def main(argv):
           f"discriminator: hidden {config.hidden_size}, {config.num_layers} layers, "
           f"{config.num_heads} heads, embedding {config.embedding_size}, vocab {config.vocab_size}\n"
           + (f"generator: hidden {generator.hidden_size}, {generator.num_layers} layers, "
-             f"{generator.num_heads} heads" if has_generator else "generator: none in the input"),
+             f"{generator.num_heads} heads" if has_generator else "generator: none in the input")
+          + (f"\n{_tokenizer_line(tokenizer, vocab_file)}" if FLAGS.to == "keras_hub" else ""),
           flush=True)
     logging.info("done")
 

@@ -40,6 +40,14 @@ Caveats:
   never read, and `to_keras_hub_backbone` leaves it as initialised.
 - keras-hub has one `dropout` rate for hidden states and attention probabilities, and a fixed
   LayerNorm epsilon of 1e-12; the backbone takes our hidden dropout.
+
+A preset (`save_keras_hub_preset`) holds the backbone and, when the vocabulary is known, keras-hub's
+`ElectraTokenizer` over it (tokenizer.json + assets/tokenizer/vocabulary.txt), which
+`keras_hub.models.ElectraTokenizer.from_preset(dir)` loads. Its ids are ours on ordinary text;
+on rare characters keras-hub normalizes differently from the original BERT tokenization we
+reproduce (NFKC case folding, no characters deleted, only ASCII whitespace between words: our
+`normalization="keras_hub"`, electra_tf/data/tokenization.py). keras-hub 0.32 has no ELECTRA
+task or preprocessor classes (`TextClassifier.from_preset` finds none for `ElectraBackbone`).
 """
 
 from __future__ import annotations
@@ -54,6 +62,7 @@ from absl import logging
 
 from electra_tf.config import ModelConfig, ObjectiveConfig
 from electra_tf.convert.hf import ConversionError, _embeddings, _encoder
+from electra_tf.data.tokenization import load_vocabulary
 
 # HF module name (a WeightLink key without ".weight"/".bias") -> keras-hub layer path.
 _KERAS_HUB_LAYERS = [
@@ -185,6 +194,46 @@ def to_keras_hub_backbone(encoder, **backbone_kwargs) -> keras_hub.models.Electr
     )
     assign_to_keras_hub(backbone, encoder)
     return backbone
+
+
+def is_cased(vocabulary: list[str]) -> bool:
+    """Whether a WordPiece vocabulary was learned from cased text: it holds tokens with upper-case
+    letters other than bracketed specials such as [CLS]."""
+    return any(token != token.lower() and not (token.startswith("[") and token.endswith("]"))
+               for token in vocabulary)
+
+
+def to_keras_hub_tokenizer(vocab_file: str, lower_case: bool | None = None,
+                           vocab_size: int | None = None) -> keras_hub.models.ElectraTokenizer:
+    """keras-hub's `ElectraTokenizer` over our vocab.txt.
+
+    `lower_case` lower-cases and strips accents (an uncased vocabulary, as BERT's and ELECTRA's
+    releases); None decides from the vocabulary (`is_cased`). `vocab_size` is the model's: a
+    vocabulary with more tokens than the embedding has rows is refused.
+    """
+    vocabulary = load_vocabulary(vocab_file)
+    if vocab_size is not None and len(vocabulary) > vocab_size:
+        raise ConversionError(f"{vocab_file} has {len(vocabulary)} tokens, more than the model's "
+                              f"vocabulary of {vocab_size}: not the vocabulary it was trained with")
+    lower_case = not is_cased(vocabulary) if lower_case is None else lower_case
+    return keras_hub.models.ElectraTokenizer(vocabulary=vocabulary, lowercase=lower_case,
+                                             strip_accents=lower_case)
+
+
+def save_keras_hub_preset(encoder, preset_dir: str, vocab_file: str | None = None,
+                          lower_case: bool | None = None):
+    """Writes `encoder` as a keras-hub preset: the `ElectraBackbone` (config.json,
+    model.weights.h5, metadata.json) and, given `vocab_file`, the `ElectraTokenizer`
+    (tokenizer.json, assets/tokenizer/vocabulary.txt; `lower_case` as in
+    `to_keras_hub_tokenizer`). Returns the tokenizer, or None without a vocabulary.
+    """
+    backbone = to_keras_hub_backbone(encoder)
+    tokenizer = (to_keras_hub_tokenizer(vocab_file, lower_case, encoder.embeddings.vocab_size)
+                 if vocab_file else None)
+    backbone.save_to_preset(preset_dir)
+    if tokenizer is not None:
+        tokenizer.save_to_preset(preset_dir)
+    return tokenizer
 
 
 def model_config_from_keras_hub(backbone_config: dict) -> ModelConfig:
