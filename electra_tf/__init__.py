@@ -49,6 +49,7 @@ _EXPORTS = {
     # training
     "pretrain": "electra_tf.training.pretrain",
     "PretrainResult": "electra_tf.training.pretrain",
+    "read_scalars": "electra_tf.training.callbacks",
     "finetune": "electra_tf.finetuning.api",
     "build_classifier": "electra_tf.finetuning.api",
     # loading, conversion, export

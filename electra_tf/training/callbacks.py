@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import signal
 import time
 
@@ -25,6 +26,21 @@ def write_scalars(writer, step: int, values: dict) -> None:
         for name, value in values.items():
             tf.summary.scalar(name, value)
     writer.flush()
+
+
+def read_scalars(log_dir: str) -> dict[str, tuple[list[int], list[float]]]:
+    """The scalars `write_scalars` wrote to one TensorBoard directory (not its subdirectories:
+    a run's held-out ones are under `heldout/`), as {tag: (steps, values)} in step order. A step
+    written again (a resumed run) keeps its newest value."""
+    points: dict[str, dict[int, tuple[float, float]]] = {}  # tag -> step -> (wall time, value)
+    for path in tf.io.gfile.glob(os.path.join(log_dir, "events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                by_step = points.setdefault(value.tag, {})
+                point = (event.wall_time, float(tf.make_ndarray(value.tensor)))
+                by_step[event.step] = max(by_step.get(event.step, point), point)
+    return {tag: (sorted(by_step), [by_step[step][1] for step in sorted(by_step)])
+            for tag, by_step in points.items()}
 
 
 class Preemption:

@@ -1,0 +1,22 @@
+"""TensorBoard scalars written by a run read back in step order (what the notebook plots)."""
+
+import tensorflow as tf
+
+from electra_tf.training.callbacks import read_scalars, write_scalars
+
+
+def test_scalars_read_back_in_step_order_newest_value_winning(tmp_path):
+    first = tf.summary.create_file_writer(str(tmp_path))
+    for step in (20, 10):
+        write_scalars(first, step, {"loss": step / 10, "disc_auc": 0.5 + step / 100})
+    first.close()
+    second = tf.summary.create_file_writer(str(tmp_path))
+    write_scalars(second, 20, {"loss": 9.0})
+    write_scalars(second, 30, {"loss": 3.0})
+    second.close()
+    (tmp_path / "heldout").mkdir()
+    scalars = read_scalars(str(tmp_path))
+    assert scalars["loss"] == ([10, 20, 30], [1.0, 9.0, 3.0])
+    steps, values = scalars["disc_auc"]
+    assert steps == [10, 20] and [round(v, 6) for v in values] == [0.6, 0.7]
+    assert read_scalars(str(tmp_path / "heldout")) == {}
