@@ -1,6 +1,7 @@
 """`import electra_tf`: every public name resolves, the import stays light, `pretrain` runs."""
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -63,6 +64,7 @@ def test_pretrain_from_python(tmp_path):
     vocab = write_vocab(tmp_path / "vocab.txt")
     args = cli_args(data, vocab, tmp_path / "run", 4)
     overrides = [args[i + 1] for i, a in enumerate(args) if a == "--override"]
+    before = signal.getsignal(signal.SIGTERM)
     result = electra_tf.pretrain(config="pretrain/demo", data=data, vocab_file=vocab,
                                  model_dir=str(tmp_path / "run"), train_steps=4,
                                  overrides=overrides, export=False, mixed_precision="bf16")
@@ -70,6 +72,7 @@ def test_pretrain_from_python(tmp_path):
     # The model keeps bf16; the caller's global policy is left as it was.
     assert result.model.dtype_policy.name == "mixed_bfloat16"
     assert keras.mixed_precision.dtype_policy().name == "float32"
+    assert signal.getsignal(signal.SIGTERM) is before  # its preemption handler is gone again
     assert result.checkpoint.endswith("ckpt-4") and result.export_dir is None
     assert result.config.model.vocab_size == 120 and result.config.run.max_seq_length == 32
     assert {"loss", "disc_auc"} <= set(result.last_metrics)

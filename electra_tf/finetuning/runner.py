@@ -241,6 +241,12 @@ def finetune(task, config: FinetuneConfig, model_dir: str, *,
     should come from `api.resolve_config`, which checks it fits the source. Returns
     the report (also `model_dir/report.json`) with every trial's results.
     """
+    if preemption is None:  # SIGTERM saves and stops during this call; then the caller's handler
+        arguments = dict(locals(), preemption=callbacks.Preemption())
+        try:
+            return finetune(**arguments)
+        finally:
+            arguments["preemption"].restore()
     if num_trials < 1:
         raise FinetuneError(f"num_trials must be at least 1, got {num_trials}")
     started = time.time()
@@ -251,7 +257,6 @@ def finetune(task, config: FinetuneConfig, model_dir: str, *,
     config = dataclasses.replace(
         config, finetune=dataclasses.replace(config.finetune, vocab_file=vocab_file)).validate()
     strategy = strategy or tf.distribute.get_strategy()
-    preemption = preemption or callbacks.Preemption()
     tf.io.gfile.makedirs(model_dir)
     job = featurize_task(task, config, vocab_file, model_dir)
     if job.num_train < config.finetune.train_batch_size:

@@ -184,8 +184,13 @@ def pretrain(*, config: str | None = None, data: str | None = None,
       export: write the discriminator's SavedModel under model_dir/export/<step>.
       preemption: a `callbacks.Preemption` installed earlier (SIGTERM during setup is kept).
     """
+    if preemption is None:  # SIGTERM saves and stops during this call; then the caller's handler
+        arguments = dict(locals(), preemption=callbacks.Preemption())
+        try:
+            return pretrain(**arguments)
+        finally:
+            arguments["preemption"].restore()
     started = time.time()
-    preemption = preemption or callbacks.Preemption()
     config_name = config or DEFAULT_CONFIG
     demo = data is None  # the embedded corpus, with pretrain/demo or the given config
     if demo and vocab_file is not None:

@@ -37,7 +37,9 @@ def test_a_directory_without_config_is_refused(tmp_path):
         build_classifier(str(tmp_path))
 
 
+@pytest.mark.slow
 def test_finetune_reads_glue_from_tfds(tmp_path, monkeypatch):
+    import signal
     import socket
 
     import tensorflow_datasets as tfds
@@ -49,6 +51,7 @@ def test_finetune_reads_glue_from_tfds(tmp_path, monkeypatch):
         raise OSError("tests must not touch the network")
     monkeypatch.setattr(socket.socket, "connect", refuse)
     vocab = write_vocab(tmp_path / "vocab.txt")
+    before = signal.getsignal(signal.SIGTERM)
     with tfds.testing.mock_data(num_examples=16):
         report = finetune("glue/rte", use_tfds=True, model_dir=str(tmp_path / "run"),
                           vocab_file=vocab, export=False,
@@ -56,6 +59,7 @@ def test_finetune_reads_glue_from_tfds(tmp_path, monkeypatch):
                                                   "finetune.train_batch_size=8",
                                                   "finetune.num_train_epochs=1"])
     assert report["status"] == "finished" and report["task"] == "glue/rte"
+    assert signal.getsignal(signal.SIGTERM) is before  # its preemption handler is gone again
     trial = report["trial_results"][0]
     assert trial["train_examples"] == 16 and trial["steps"] == 2
     assert 0.0 <= trial["dev"]["dev"]["last"]["accuracy"] <= 100.0
