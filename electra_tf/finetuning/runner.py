@@ -231,6 +231,7 @@ def summarize(trials: list[dict], job: TaskJob) -> dict:
     return summary
 
 
+@callbacks.with_preemption
 def finetune(task, config: FinetuneConfig, model_dir: str, *,
              source: EncoderSource | None = None, num_trials: int = 1, strategy=None,
              jit_compile: bool = False, export: bool = True, with_tokenizer: bool = False,
@@ -241,12 +242,6 @@ def finetune(task, config: FinetuneConfig, model_dir: str, *,
     should come from `api.resolve_config`, which checks it fits the source. Returns
     the report (also `model_dir/report.json`) with every trial's results.
     """
-    if preemption is None:  # SIGTERM saves and stops during this call; then the caller's handler
-        arguments = dict(locals(), preemption=callbacks.Preemption())
-        try:
-            return finetune(**arguments)
-        finally:
-            arguments["preemption"].restore()
     if num_trials < 1:
         raise FinetuneError(f"num_trials must be at least 1, got {num_trials}")
     started = time.time()

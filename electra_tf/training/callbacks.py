@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import signal
@@ -55,6 +56,23 @@ class Preemption:
 
     def restore(self):
         signal.signal(signal.SIGTERM, self._previous or signal.SIG_DFL)
+
+
+def with_preemption(run):
+    """Decorates a run function taking `preemption=None`: without one given, the call installs
+    its own `Preemption` (SIGTERM saves and stops) and puts the caller's handler back after."""
+
+    @functools.wraps(run)
+    def wrapper(*args, preemption=None, **kwargs):
+        if preemption is not None:
+            return run(*args, preemption=preemption, **kwargs)
+        preemption = Preemption()
+        try:
+            return run(*args, preemption=preemption, **kwargs)
+        finally:
+            preemption.restore()
+
+    return wrapper
 
 
 class CheckpointAndGuard(keras.callbacks.Callback):

@@ -148,6 +148,7 @@ def _check_eval_records(eval_files: list[str], batch: int) -> None:
                        f"{batch}: give more held-out records or a smaller run.train_batch_size")
 
 
+@callbacks.with_preemption
 def pretrain(*, config: str | None = None, data: str | None = None,
              eval_data: str | None = None, vocab_file: str | None = None,
              model_dir: str | None = None, train_steps: int | None = None,
@@ -184,12 +185,6 @@ def pretrain(*, config: str | None = None, data: str | None = None,
       export: write the discriminator's SavedModel under model_dir/export/<step>.
       preemption: a `callbacks.Preemption` installed earlier (SIGTERM during setup is kept).
     """
-    if preemption is None:  # SIGTERM saves and stops during this call; then the caller's handler
-        arguments = dict(locals(), preemption=callbacks.Preemption())
-        try:
-            return pretrain(**arguments)
-        finally:
-            arguments["preemption"].restore()
     started = time.time()
     config_name = config or DEFAULT_CONFIG
     demo = data is None  # the embedded corpus, with pretrain/demo or the given config
