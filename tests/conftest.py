@@ -2,6 +2,7 @@
 
 import importlib
 import os
+import signal
 import socket
 
 import pytest
@@ -32,3 +33,12 @@ def no_network(monkeypatch):
         raise OSError("tests must not touch the network")
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+@pytest.fixture(autouse=True)
+def sigterm_handler_restored():
+    """pretrain() and finetune() install a SIGTERM handler (preemption: save and stop) and leave
+    it in place: put the session's back after each test, or SIGTERM would no longer stop it."""
+    handler = signal.getsignal(signal.SIGTERM)
+    yield
+    signal.signal(signal.SIGTERM, handler)

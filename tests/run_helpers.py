@@ -1,8 +1,16 @@
-"""Fixtures for the run_pretraining tests: synthetic TFRecord shards, a vocabulary, a CLI runner."""
+"""Fixtures for the entry-point tests: synthetic TFRecord shards, a vocabulary, and two ways to
+run a command: `run_cli` in a process of its own, `run_in_process` in this one (no TensorFlow
+import per run) for the tests whose subject is not the process boundary."""
 
+import contextlib
+import importlib
+import io
+import logging
 import os
+import signal
 import subprocess
 import sys
+import traceback
 
 import numpy as np
 import tensorflow as tf
@@ -54,3 +62,144 @@ def run_cli(args, timeout=300, env=None, module="electra_tf.run_pretraining"):
     full_env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", **(env or {}))
     return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
                           timeout=timeout, cwd=REPO, env=full_env)
+
+
+# Flags that change what a process can do for the rest of its life (op determinism, logical
+# devices) or that only absl.app handles: such runs need run_cli's fresh process.
+_NEEDS_A_PROCESS = ("--deterministic", "--cpu_devices", "--help", "--helpfull", "--helpshort")
+
+
+def run_in_process(args, module="electra_tf.run_pretraining", cwd=REPO):
+    """Runs what `python -m module args` runs, in this process; returns a CompletedProcess like
+    run_cli's: returncode, stdout, and stderr with the absl log lines (absl's format).
+
+    For tests of what an entry point does, prints and returns where the process boundary is not
+    the subject: no TensorFlow import per call (several seconds each). The module is imported
+    afresh with its own absl flags (the entry points define flags of the same names, so they
+    cannot share FLAGS), parsed as app.run parses them; its main's SystemExit becomes the
+    returncode, an exception a traceback on stderr and returncode 1. What a run changes in the
+    process is put back after: absl's flags, the SIGTERM handler, the Keras dtype policy, the
+    global random states, the working directory. Runs that change what cannot be put back
+    (--deterministic, --cpu_devices) or that test absl.app itself (--help) need run_cli.
+    """
+    args = [str(a) for a in args]
+    refused = [a for a in args if a.split("=", 1)[0] in _NEEDS_A_PROCESS]
+    if refused:
+        raise ValueError(f"{refused}: run this in its own process (run_cli)")
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with _process_state_restored(cwd), _own_flags(module) as entry, \
+            _absl_log_to(stderr), contextlib.redirect_stdout(stdout), \
+            contextlib.redirect_stderr(stderr):
+        returncode = _run_main(entry, [module, *args], stderr)
+    return subprocess.CompletedProcess([sys.executable, "-m", module, *args], returncode,
+                                       stdout.getvalue(), stderr.getvalue())
+
+
+def _run_main(entry, argv, stderr):
+    """app.run's flag parsing and exit status, around entry.main."""
+    from absl import flags
+
+    try:
+        argv = flags.FLAGS(argv)
+    except flags.Error as e:
+        stderr.write(f"FATAL Flags parsing error: {e}\n"
+                     "Pass --helpshort or --helpfull to see help on flags.\n")
+        return 1
+    try:
+        code = entry.main(argv)
+    except SystemExit as e:
+        code = e.code
+    except Exception:  # what the interpreter prints for an uncaught exception
+        traceback.print_exc(file=stderr)
+        return 1
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    stderr.write(f"{code}\n")
+    return 1
+
+
+@contextlib.contextmanager
+def _own_flags(module):
+    """Imports `module` afresh with only its own flags defined; puts the flags and any
+    earlier import of the module back after."""
+    from absl import flags
+
+    state = flags.FLAGS.__dict__
+    saved = {key: _copied(value) for key, value in state.items()}
+    package, _, name = module.rpartition(".")
+    earlier = sys.modules.pop(module, None)
+    try:
+        for module_name, defined in list(flags.FLAGS.flags_by_module_dict().items()):
+            if module_name.startswith("electra_tf."):  # the entry points and their shared flags
+                for flag in list(defined):
+                    for flag_name in {flag.name, flag.short_name} - {None}:
+                        if flags.FLAGS._flags().get(flag_name) is flag:
+                            delattr(flags.FLAGS, flag_name)
+        yield importlib.import_module(module)
+    finally:
+        state.update(saved)
+        sys.modules.pop(module, None)
+        if earlier is not None:
+            sys.modules[module] = earlier
+        parent = sys.modules.get(package)
+        if parent is not None:
+            if earlier is not None:
+                setattr(parent, name, earlier)
+            elif name in vars(parent):
+                delattr(parent, name)
+
+
+def _copied(value):
+    """A copy of a FlagValues attribute deep enough that removing flags leaves it unchanged."""
+    if isinstance(value, dict):
+        return {k: list(v) if isinstance(v, list) else v for k, v in value.items()}
+    if isinstance(value, (set, list)):
+        return type(value)(value)
+    return value
+
+
+@contextlib.contextmanager
+def _absl_log_to(stream):
+    """absl's INFO and above go to `stream` in absl's format, as app.run's handler prints them."""
+    from absl import logging as absl_logging
+
+    logger = absl_logging.get_absl_logger()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(absl_logging.PythonFormatter())
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
+@contextlib.contextmanager
+def _process_state_restored(cwd):
+    """Puts back what a run changes in the process: working directory, SIGTERM handler, the
+    Keras dtype policy, Python's, NumPy's and TensorFlow's global seeds."""
+    import random
+
+    import keras
+    from tensorflow.python.eager import context
+
+    saved_cwd, sigterm = os.getcwd(), signal.getsignal(signal.SIGTERM)
+    policy = keras.config.dtype_policy()
+    python_random, numpy_random = random.getstate(), np.random.get_state()
+    tf_seed = context.global_seed()
+    os.chdir(cwd)
+    try:
+        yield
+    finally:
+        os.chdir(saved_cwd)
+        signal.signal(signal.SIGTERM, sigterm)
+        keras.config.set_dtype_policy(policy)
+        random.setstate(python_random)
+        np.random.set_state(numpy_random)
+        tf.random.set_seed(tf_seed)

@@ -8,6 +8,7 @@ import pytest
 
 from electra_tf.config import load_config
 from electra_tf.training.flops import pretraining_step_flops
+from tests.run_helpers import run_in_process
 
 
 def test_flop_count_of_electra_small():
@@ -22,14 +23,19 @@ def test_flop_count_of_electra_small():
     assert pretraining_step_flops(model, 32, 128, 19) == expected
 
 
-def _json_lines(module, *args):
-    """The JSON lines a benchmark command prints (it must succeed)."""
-    result = subprocess.run([sys.executable, "-m", module, *args], capture_output=True,
-                            text=True, timeout=300)
+def _json_lines(module, *args, own_process=True):
+    """The JSON lines a benchmark command prints (it must succeed): run as `python -m`, or its
+    main in this process."""
+    if own_process:
+        result = subprocess.run([sys.executable, "-m", module, *args], capture_output=True,
+                                text=True, timeout=300)
+    else:
+        result = run_in_process(args, module=module)
     assert result.returncode == 0, result.stderr[-2000:]
     return [json.loads(l) for l in result.stdout.splitlines() if l.startswith("{")]
 
 
+@pytest.mark.slow
 def test_benchmark_prints_a_json_line():
     record = _json_lines("electra_tf.benchmark", "--size", "tiny", "--batch", "4", "--seq", "16",
                          "--steps", "2", "--warmup", "0")[-1]
@@ -38,16 +44,19 @@ def test_benchmark_prints_a_json_line():
     assert record["batch"] == 4 and record["seq"] == 16 and record["tokens_per_s"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task,seq,steps", [("classify", 16, 3), ("infer", 16, 3), ("qa", 32, 2)])
 def test_finetuning_benchmarks_print_a_json_line(task, seq, steps):
     record = _json_lines("electra_tf.benchmark", "--task", task, "--size", "tiny", "--batch", "2",
-                         "--seq", str(seq), "--steps", str(steps), "--warmup", "0")[-1]
+                         "--seq", str(seq), "--steps", str(steps), "--warmup", "0",
+                         own_process=False)[-1]
     assert record["task"] == task and record["seq"] == seq and record["sequences_per_s"] > 0
     assert record["model_gflop_per_s"] > 0
     if task == "infer":
         assert record["latency_p99_ms"] >= record["latency_p50_ms"] > 0
 
 
+@pytest.mark.slow
 def test_squad_pipeline_benchmark_prints_its_json_lines():
     # 300 questions: two featurization chunks, so the 2-process build really uses a pool.
     records = _json_lines("electra_tf.benchmark_squad", "--size", "tiny", "--num_examples", "300",

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from tests.data.test_vocab_learning import random_word_lines
+from tests.run_helpers import run_in_process
 
 TIMEOUT_S = 240
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -28,6 +29,12 @@ def run(module, *args):
     return finish(start(module, *args))
 
 
+def run_main(module, *args):
+    """The command's main in this process: (exit status, stdout, stderr) as `run` gives them."""
+    result = run_in_process(args, module=module)
+    return result.returncode, result.stdout, result.stderr
+
+
 @pytest.fixture()
 def corpus(tmp_path):
     directory = tmp_path / "corpus"
@@ -40,6 +47,7 @@ def corpus(tmp_path):
     return directory, vocab
 
 
+@pytest.mark.slow
 def test_build_pretraining_dataset_command(corpus, tmp_path):
     directory, vocab = corpus
     out = tmp_path / "out"
@@ -54,6 +62,7 @@ def test_build_pretraining_dataset_command(corpus, tmp_path):
     assert "Traceback" not in stderr
 
 
+@pytest.mark.slow
 def test_build_vocab_command(corpus, tmp_path):
     directory, _ = corpus
     output = tmp_path / "learned" / "vocab.txt"
@@ -73,11 +82,9 @@ def test_build_vocab_says_when_the_corpus_is_too_small_and_is_deterministic(tmp_
     outputs = {name: tmp_path / f"{name}.txt" for name in ("first", "again", "min2", "min0")}
     min_frequency = {"first": [], "again": [], "min2": ["--min_frequency", 2],
                      "min0": ["--min_frequency", 0]}
-    # Started together: each pays TensorFlow's import, so run them side by side.
-    processes = {name: start("electra_tf.build_vocab", "--corpus", directory, "--vocab_size", 1000,
-                             "--output", output, *min_frequency[name])
-                 for name, output in outputs.items()}
-    results = {name: finish(process) for name, process in processes.items()}
+    results = {name: run_main("electra_tf.build_vocab", "--corpus", directory, "--vocab_size", 1000,
+                              "--output", output, *min_frequency[name])
+               for name, output in outputs.items()}
     for name in ("first", "again", "min2"):
         assert results[name][0] == 0, results[name][2][-3000:]
     sizes = {name: len(outputs[name].read_text(encoding="utf-8").splitlines())
@@ -119,11 +126,8 @@ def test_bad_inputs_get_one_clear_message(corpus, tmp_path):
             ["electra_tf.build_vocab", "--corpus", tmp_path / "missing.txt", "--output",
              tmp_path / "v.txt"], "not found"),
     }
-    # Started together: each pays TensorFlow's import, so run them side by side.
-    processes = {name: start(*command) for name, (command, _) in cases.items()}
-    for name, process in processes.items():
-        code, stdout, stderr = finish(process)
-        expected = cases[name][1]
+    for name, (command, expected) in cases.items():
+        code, stdout, stderr = run_main(*command)
         assert code != 0, name
         assert "Traceback" not in stderr, (name, stderr[-3000:])
         errors = [l for l in stderr.splitlines() if l.startswith("error:")]

@@ -3,7 +3,7 @@ written; and the opt-in replacement of bytes that are not UTF-8, counted."""
 
 import json
 
-from tests.test_build_commands import SPECIALS, WORDS, finish, start
+from tests.test_build_commands import SPECIALS, WORDS, run_main
 
 BUILD = "electra_tf.build_pretraining_dataset"
 
@@ -38,17 +38,15 @@ def test_bad_inputs_end_in_one_error_line(tmp_path):
         "duplicated token": ([good, duplicated, tmp_path / "o3"],
                              ["'cat' on lines 7, 17"]),
     }
-    processes = {name: start(BUILD, "--corpus", corpus, "--vocab_file", vocab_file,
-                             "--output_dir", output, "--max_seq_length", 16,
-                             "--num_processes", 1)
-                 for name, ((corpus, vocab_file, output), _) in cases.items()}
-    for name, process in processes.items():
-        code, _, stderr = finish(process)
+    for name, ((corpus, vocab_file, output), fragments) in cases.items():
+        code, _, stderr = run_main(BUILD, "--corpus", corpus, "--vocab_file", vocab_file,
+                                   "--output_dir", output, "--max_seq_length", 16,
+                                   "--num_processes", 1)
         assert code != 0, name
         assert "Traceback" not in stderr, (name, stderr[-3000:])
         errors = [line for line in stderr.splitlines() if line.startswith("error:")]
         assert len(errors) == 1, (name, stderr[-3000:])
-        for expected in cases[name][1]:
+        for expected in fragments:
             assert expected in errors[0], (name, errors[0])
     assert not (tmp_path / "o1").exists() and not (tmp_path / "o3").exists()
     assert a_file.read_text() == "mine"
@@ -59,9 +57,9 @@ def test_invalid_utf8_is_replaced_and_counted_when_asked(tmp_path):
     vocab.write_text("".join(t + "\n" for t in SPECIALS + WORDS), encoding="utf-8")
     write_corpus(tmp_path / "latin1", latin1_line=True)
     out = tmp_path / "out"
-    code, _, stderr = finish(start(BUILD, "--corpus", tmp_path / "latin1", "--vocab_file", vocab,
-                                   "--output_dir", out, "--max_seq_length", 16,
-                                   "--num_processes", 1, "--replace_invalid_utf8"))
+    code, _, stderr = run_main(BUILD, "--corpus", tmp_path / "latin1", "--vocab_file", vocab,
+                               "--output_dir", out, "--max_seq_length", 16,
+                               "--num_processes", 1, "--replace_invalid_utf8")
     assert code == 0, stderr[-3000:]
     assert "1 lines held bytes that are not UTF-8" in stderr
     assert json.loads((out / "metadata.json").read_text())["invalid_utf8_lines"] == 1

@@ -7,6 +7,10 @@ import sys
 
 import pytest
 
+from tests.run_helpers import run_in_process
+
+MODULE = "electra_tf.evaluate_squad"
+
 
 def _data(version, qas):
     return {"version": version, "data": [{"title": "t", "paragraphs": [
@@ -17,24 +21,27 @@ def _qa(qid, *answers):
     return {"id": qid, "question": "?", "answers": [{"text": a, "answer_start": 0} for a in answers]}
 
 
-def _run(tmp_path, data, predictions, null_odds=None, *extra):
+def _run(tmp_path, data, predictions, null_odds=None, *extra, own_process=False):
+    """The command on these files: its main in this process, or `python -m` in its own."""
     paths = {}
     for name, value in (("data", data), ("predictions", predictions), ("null_odds", null_odds)):
         if value is not None:
             paths[name] = tmp_path / f"{name}.json"
             paths[name].write_text(value if isinstance(value, str) else json.dumps(value))
-    args = [sys.executable, "-m", "electra_tf.evaluate_squad", f"--data_file={paths['data']}",
-            f"--predictions_file={paths['predictions']}", *extra]
+    args = [f"--data_file={paths['data']}", f"--predictions_file={paths['predictions']}", *extra]
     if "null_odds" in paths:
         args.append(f"--null_odds_file={paths['null_odds']}")
-    return subprocess.run(args, capture_output=True, text=True, timeout=120)
+    if own_process:
+        return subprocess.run([sys.executable, "-m", MODULE, *args], capture_output=True,
+                              text=True, timeout=120)
+    return run_in_process(args, module=MODULE)
 
 
 def test_v11_prints_exact_match_and_f1(tmp_path):
     data = _data("1.1", [_qa("q1", "the mat", "mat"), _qa("q2", "cat"), _qa("q3", "on the mat")])
     # q1: "Mat." normalizes to "mat": EM 1, F1 1. q2: "a big cat" -> ["big", "cat"] vs ["cat"]:
     # P 1/2, R 1, F1 2/3. q3: missing -> 0 (v1.1 counts it). EM 1/3, F1 (1 + 2/3) / 3.
-    result = _run(tmp_path, data, {"q1": "Mat.", "q2": "a big cat"})
+    result = _run(tmp_path, data, {"q1": "Mat.", "q2": "a big cat"}, own_process=True)
     assert result.returncode == 0, result.stderr
     scores = json.loads(result.stdout)
     assert set(scores) == {"exact_match", "f1"}
@@ -83,3 +90,23 @@ def test_bad_inputs_give_one_error_line(tmp_path, data, predictions, null_odds, 
     assert result.returncode != 0
     assert result.stderr.strip().splitlines()[-1].startswith("error:")
     assert message in result.stderr
+
+
+def test_in_process_runs_leave_flags_and_modules_as_they_were(tmp_path):
+    """run_in_process (above, and for the other commands' tests) puts absl's flags and the
+    imported modules back, even across commands that define flags of the same names."""
+    from absl import flags
+
+    names, parsed = sorted(flags.FLAGS), flags.FLAGS.is_parsed()
+    loaded = {m: sys.modules.get(m) for m in (MODULE, "electra_tf.export_savedmodel")}
+    data = _data("1.1", [_qa("q1", "cat")])
+    assert _run(tmp_path, data, {"q1": "cat"}).returncode == 0
+    refused = run_in_process(["--model_dir", str(tmp_path / "missing")],
+                             module="electra_tf.export_savedmodel")
+    assert refused.returncode == 1 and "is not a directory" in refused.stderr
+    again = _run(tmp_path, data, {"q1": "dog"})
+    assert json.loads(again.stdout)["exact_match"] == 0.0
+    assert sorted(flags.FLAGS) == names and flags.FLAGS.is_parsed() == parsed
+    assert {m: sys.modules.get(m) for m in loaded} == loaded
+    unknown = run_in_process(["--no_such_flag"], module=MODULE)
+    assert unknown.returncode == 1 and "Unknown command line flag 'no_such_flag'" in unknown.stderr

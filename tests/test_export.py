@@ -26,7 +26,7 @@ from electra_tf.models import ElectraPretrainer
 from electra_tf.training.checkpointing import RunCheckpoint
 from electra_tf.training.optimizer import create_optimizer
 from tests.models.helpers import VOCAB, fast_optimizer_config, objective, tiny_model_config
-from tests.run_helpers import SPECIALS, run_cli, write_vocab
+from tests.run_helpers import SPECIALS, run_cli, run_in_process, write_vocab
 
 WORDS = ["hello", "world", "##s", "the", "cat", "sat", "on", "a", "mat"]
 TOKENS = SPECIALS + WORDS + [f"w{i}" for i in range(VOCAB - len(SPECIALS) - len(WORDS))]
@@ -197,6 +197,7 @@ FRESH_PROCESS = BLOCK_NON_TF_IMPORTS + textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_serving_default_in_tensorflow_only_process(pretrainer, exported, exported_text, tmp_path):
     shapes = [([7, 3], 7), ([16, 5, 9, 12, 2], 16)]  # (lengths, seq): batch 2 x 7, 5 x 16
     arrays, expected = {"count": np.array(len(shapes))}, []
@@ -277,6 +278,7 @@ def parse_saved_model_cli(text):
     return signatures
 
 
+@pytest.mark.slow
 def test_saved_model_cli_lists_the_documented_signatures(exported):
     result = subprocess.run(
         [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "show", "--dir",
@@ -313,6 +315,7 @@ def test_default_graph_uses_only_core_ops(exported):
     assert forbidden_ops(all_ops) == []
 
 
+@pytest.mark.slow
 def test_op_check_catches_tensorflow_text_and_xla(exported_text, tmp_path):
     loaded = tf.saved_model.load(exported_text)  # tensorflow_text is registered in this process
     text_ops, _ = op_report(loaded.signatures["serve_text"])
@@ -338,6 +341,7 @@ def test_op_check_catches_tensorflow_text_and_xla(exported_text, tmp_path):
 
 # ---- serve_text -------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_serve_text_tokenizes_in_graph(exported_text, vocab_file):
     assert os.path.exists(os.path.join(exported_text, "assets", "vocab.txt"))
     loaded = tf.saved_model.load(exported_text)
@@ -398,6 +402,7 @@ def test_bad_input_is_rejected_clearly(exported, case, message):
     assert serve(**{name: tf.constant(ok) for name in inputs})["logits"].shape == (2, 5)
 
 
+@pytest.mark.slow
 def test_mlm_baseline_exports_sequence_output(tmp_path):
     model = ElectraPretrainer(tiny_model_config(), objective(electra_objective=False))
     path = export_discriminator(model, str(tmp_path / "mlm"), with_examples=False)
@@ -432,7 +437,13 @@ def run_dir(tmp_path_factory, vocab_file):
 
 
 def export_cli(*args):
+    """`python -m electra_tf.export_savedmodel args`, in its own process."""
     return run_cli(list(args), timeout=180, module="electra_tf.export_savedmodel")
+
+
+def export_main(*args):
+    """The same command's main in this process (its flags, output and exit status)."""
+    return run_in_process(list(args), module="electra_tf.export_savedmodel")
 
 
 def assert_one_line_error(result, fragment):
@@ -442,6 +453,7 @@ def assert_one_line_error(result, fragment):
     assert last.startswith("error: ") and fragment in last, result.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_cli_exports_a_run_directory(run_dir, tmp_path):
     run, model, (ids, mask, segments) = run_dir
     result = export_cli("--model_dir", str(run), "--output_dir", str(tmp_path / "served"),
@@ -471,11 +483,11 @@ def test_cli_refuses_an_existing_version_unless_overwrite(run_dir, tmp_path):
             str(run / "config.yaml"), "--output_dir", str(output)]
     (output / "5").mkdir(parents=True)
     (output / "5" / "keep.txt").write_text("old")
-    refused = export_cli(*args)
+    refused = export_main(*args)
     assert_one_line_error(refused, f"{output / '5'} already exists")
     assert os.listdir(output / "5") == ["keep.txt"]
 
-    replaced = export_cli(*args, "--overwrite", "--nowith_examples")
+    replaced = export_main(*args, "--overwrite", "--nowith_examples")
     assert replaced.returncode == 0, replaced.stderr[-3000:]
     assert not (output / "5" / "keep.txt").exists()
     assert sorted(tf.saved_model.load(str(output / "5")).signatures) == ["serving_default"]
@@ -504,7 +516,7 @@ def test_cli_bad_input_is_one_line(run_dir, tmp_path, case, fragment):
             # configs/model/tiny is another size than the checkpoint's model.
             "wrong_model": ["--checkpoint", checkpoint, "--config", "model/tiny"] + out,
         }[case]
-    result = export_cli(*args)
+    result = export_main(*args)
     assert_one_line_error(result, fragment)
     assert not (tmp_path / "out").exists()
 

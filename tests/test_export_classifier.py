@@ -25,6 +25,10 @@ LABELS = ("contradiction", "entailment", "neutral")
 CONFIG = ModelConfig(vocab_size=len(TOKENS), embedding_size=16, hidden_size=32, num_layers=2,
                      num_heads=2, intermediate_size=64, max_position_embeddings=64)
 
+# Every test exports fine-tuned models (or trains one): the export basics are in the fast tier
+# through tests/test_export.py.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def vocab_file(tmp_path_factory):
@@ -147,7 +151,7 @@ def test_export_savedmodel_exports_a_finetuned_run_directory(tmp_path):
     from electra_tf.training.callbacks import Preemption
     from tests.finetuning.helpers import pair_task, tiny_config
     from tests.finetuning.helpers import write_vocab as write_topic_vocab
-    from tests.run_helpers import run_cli
+    from tests.run_helpers import run_in_process
 
     vocab = write_topic_vocab(tmp_path / "vocab.txt")
     config = tiny_config(vocab, "finetune.num_train_epochs=1")
@@ -155,8 +159,9 @@ def test_export_savedmodel_exports_a_finetuned_run_directory(tmp_path):
     results = run_trial(featurize_task(task, config, vocab), config, str(tmp_path / "run"), 0,
                         source=None, strategy=tf.distribute.get_strategy(), jit_compile=False,
                         preemption=Preemption(), export=True)
-    result = run_cli(["--model_dir", str(tmp_path / "run"), "--output_dir", str(tmp_path / "out"),
-                      "--with_tokenizer"], module="electra_tf.export_savedmodel")
+    result = run_in_process(["--model_dir", str(tmp_path / "run"), "--output_dir",
+                             str(tmp_path / "out"), "--with_tokenizer"],
+                            module="electra_tf.export_savedmodel")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "serve_text" in result.stdout
     ids, mask, segments = padded_inputs([6, 9], 9, seed=1)

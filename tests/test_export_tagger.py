@@ -69,6 +69,7 @@ SERVE = BLOCK_NON_TF_IMPORTS + textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_serving_default_equals_keras_in_a_tensorflow_only_process(tagger, exports, tmp_path):
     ids, mask, _ = padded_inputs([11, 4, 15], 15, seed=2)
     np.savez(tmp_path / "inputs.npz", input_ids=ids, input_mask=mask, segment_ids=mask,
@@ -121,6 +122,7 @@ SENTENCES = [
 ]
 
 
+@pytest.mark.slow
 def test_serve_text_equals_the_python_path_word_for_word(tagger, exports, vocab_file):
     loaded = tf.saved_model.load(exports["text"])
     assert set(loaded.signatures) == {"serving_default", "serve_examples", "serve_text"}
@@ -147,6 +149,7 @@ def test_serve_text_equals_the_python_path_word_for_word(tagger, exports, vocab_
     assert out["tag_probabilities"].dtype == np.float32
 
 
+@pytest.mark.slow
 def test_serve_text_tags_no_word_where_the_original_writes_sep_alone(tagger, exports, vocab_file):
     sentences = ["a " * (MAX_LENGTH - 2), "the cat"]  # n = L - 2 words: Python gives [SEP] alone
     out = tf.saved_model.load(exports["text"]).signatures["serve_text"](text=tf.constant(sentences))

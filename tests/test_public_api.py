@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import keras
+import pytest
 import tensorflow as tf
 
 import electra_tf
@@ -59,6 +60,7 @@ def test_every_error_a_user_can_cause_is_a_user_error():
         assert issubclass(error, electra_tf.UserError), error
 
 
+@pytest.mark.slow
 def test_pretrain_from_python(tmp_path):
     data = write_records(tmp_path / "records")
     vocab = write_vocab(tmp_path / "vocab.txt")

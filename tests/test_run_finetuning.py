@@ -4,8 +4,6 @@ submission files, resume, and one `error:` line for every kind of bad input."""
 import json
 import os
 import random
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
@@ -13,7 +11,7 @@ import tensorflow as tf
 from electra_tf.convert_checkpoint import write_electra_tf
 from electra_tf.models import ElectraPretrainer
 from tests.models.helpers import objective, tiny_model_config
-from tests.run_helpers import SPECIALS, run_cli
+from tests.run_helpers import REPO, SPECIALS, run_cli, run_in_process
 
 WORDS = [f"w{i}" for i in range(40)]
 TOKENS = SPECIALS + WORDS
@@ -54,9 +52,16 @@ def write_rte(directory, n_train=24, n_dev=10, n_test=6, labels=("entailment", "
 
 
 def finetune_cli(*args, timeout=300):
+    """`python -m electra_tf.run_finetuning args`, in its own process."""
     return run_cli(list(args), timeout=timeout, module="electra_tf.run_finetuning")
 
 
+def finetune_main(*args, cwd=REPO):
+    """The same command's main in this process (its flags, output and exit status)."""
+    return run_in_process(list(args), module="electra_tf.run_finetuning", cwd=cwd)
+
+
+@pytest.mark.slow
 def test_glue_rte_with_trials_predictions_and_export(init_dir, tmp_path):
     data = write_rte(tmp_path / "glue" / "RTE")
     model_dir = tmp_path / "rte"
@@ -77,20 +82,21 @@ def test_glue_rte_with_trials_predictions_and_export(init_dir, tmp_path):
         assert {line.split("\t")[1] for line in submission[1:]} <= {"entailment", "not_entailment"}
         assert [line.split("\t")[0] for line in submission[1:]] == [str(i) for i in range(6)]
     # Rerunning the finished command keeps the results instead of training again.
-    again = finetune_cli("--task", "glue/rte", "--data_dir", data, "--init_checkpoint", init_dir,
-                         "--model_dir", str(model_dir), "--num_trials", "2", *SMALL_RUN)
+    again = finetune_main("--task", "glue/rte", "--data_dir", data, "--init_checkpoint", init_dir,
+                          "--model_dir", str(model_dir), "--num_trials", "2", *SMALL_RUN)
     assert again.returncode == 0, again.stderr[-3000:]
     assert again.stderr.count("is finished; keeping its results") == 2
     assert "fine-tuning glue/rte" not in again.stderr and "fine-tuning glue/rte" in result.stderr
     assert json.loads((model_dir / "report.json").read_text())["dev"] == report["dev"]
 
 
+@pytest.mark.slow
 def test_several_tasks_run_one_after_the_other(init_dir, tmp_path):
     write_rte(tmp_path / "glue" / "RTE")
     write_rte(tmp_path / "glue" / "WNLI", labels=("0", "1"))
-    result = finetune_cli("--task", "glue/rte,glue/wnli", "--data_dir", str(tmp_path / "glue"),
-                          "--init_checkpoint", init_dir, "--model_dir", str(tmp_path / "out"),
-                          "--noexport", *SMALL_RUN)
+    result = finetune_main("--task", "glue/rte,glue/wnli", "--data_dir", str(tmp_path / "glue"),
+                           "--init_checkpoint", init_dir, "--model_dir", str(tmp_path / "out"),
+                           "--noexport", *SMALL_RUN)
     assert result.returncode == 0, result.stderr[-3000:]
     for name in ("glue_rte", "glue_wnli"):
         results = json.loads((tmp_path / "out" / name / "results.json").read_text())
@@ -99,6 +105,7 @@ def test_several_tasks_run_one_after_the_other(init_dir, tmp_path):
     assert result.stdout.index("glue/rte:") < result.stdout.index("glue/wnli:")
 
 
+@pytest.mark.slow
 def test_csv_regression_from_scratch_and_jsonl(init_dir, tmp_path):
     rng = random.Random(1)
     data = tmp_path / "data"
@@ -107,14 +114,14 @@ def test_csv_regression_from_scratch_and_jsonl(init_dir, tmp_path):
         with open(data / f"{split}.jsonl", "w") as f:
             for _ in range(n):
                 f.write(json.dumps({"text": sentence(rng, 4), "score": rng.uniform(1, 3)}) + "\n")
-    result = finetune_cli("--task", "csv", "--data_dir", str(data), "--text_a_column", "text",
-                          "--label_column", "score", "--regression", "--label_range", "1,3",
-                          "--vocab_file", os.path.join(init_dir, "vocab.txt"),
-                          "--override", "model.vocab_size=45", "--override", "model.num_layers=1",
-                          "--override", "model.hidden_size=16", "--override", "model.num_heads=1",
-                          "--override", "model.embedding_size=16",
-                          "--override", "model.intermediate_size=32",
-                          "--model_dir", str(tmp_path / "out"), *SMALL_RUN)
+    result = finetune_main("--task", "csv", "--data_dir", str(data), "--text_a_column", "text",
+                           "--label_column", "score", "--regression", "--label_range", "1,3",
+                           "--vocab_file", os.path.join(init_dir, "vocab.txt"),
+                           "--override", "model.vocab_size=45", "--override", "model.num_layers=1",
+                           "--override", "model.hidden_size=16", "--override", "model.num_heads=1",
+                           "--override", "model.embedding_size=16",
+                           "--override", "model.intermediate_size=32",
+                           "--model_dir", str(tmp_path / "out"), *SMALL_RUN)
     assert result.returncode == 0, result.stderr[-3000:]
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     assert results["init_checkpoint"] is None and results["headline"] == "spearman"
@@ -201,17 +208,15 @@ def test_bad_input_is_one_error_line_and_nothing_is_overwritten(case, init_dir, 
     elif case == "zero_trials":
         args += CSV_ARGS + ["--num_trials", "0"]
         fragments = ("--num_trials",)
-    assert_one_line_error(finetune_cli(*args), *fragments)
+    assert_one_line_error(finetune_main(*args), *fragments)
     assert (model_dir / "config.yaml").read_text() == "previous run\n"
     assert sorted(os.listdir(model_dir)) == ["config.yaml"]
 
 
 def test_demo_without_the_pretraining_demo_says_what_to_run(tmp_path):
     # The demo reads runs/ relative to the working directory: run it from an empty one.
-    result = subprocess.run([sys.executable, "-m", "electra_tf.run_finetuning"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=120,
-                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
-    assert_one_line_error(result, "python -m electra_tf.run_pretraining", "first")
+    assert_one_line_error(finetune_main(cwd=tmp_path), "python -m electra_tf.run_pretraining",
+                          "first")
 
 
 def write_squad_files(directory, version="1.1", n=24):
@@ -241,12 +246,13 @@ SQUAD_RUN = SMALL_RUN[:-4] + ["--override", "finetune.max_seq_length=32", "--ove
                               "--override", "qa.max_query_length=4", "--override", "qa.beam_size=8"]
 
 
+@pytest.mark.slow
 def test_squad_v20_from_official_files_writes_prediction_files_and_scores(init_dir, tmp_path):
     data = write_squad_files(tmp_path / "squad", "v2.0")
     model_dir = tmp_path / "squad_run"
-    result = finetune_cli("--task", "squad/v2.0", "--train_file", str(data / "train.json"),
-                          "--predict_file", str(data / "dev.json"), "--init_checkpoint", init_dir,
-                          "--model_dir", str(model_dir), "--with_tokenizer", *SQUAD_RUN)
+    result = finetune_main("--task", "squad/v2.0", "--train_file", str(data / "train.json"),
+                           "--predict_file", str(data / "dev.json"), "--init_checkpoint", init_dir,
+                           "--model_dir", str(model_dir), "--with_tokenizer", *SQUAD_RUN)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "dev dev f1:" in result.stdout
     results = json.loads((model_dir / "results.json").read_text())
@@ -278,8 +284,8 @@ def test_squad_bad_input_is_one_error_line(case, init_dir, tmp_path):
     else:
         extra, fragments = ["--override", "qa.max_query_length=40"], ["max_query_length"]
     model_dir = tmp_path / "run"
-    result = finetune_cli("--task", task, "--data_dir", str(data), "--init_checkpoint", init_dir,
-                          "--model_dir", str(model_dir), *SQUAD_RUN, *extra)
+    result = finetune_main("--task", task, "--data_dir", str(data), "--init_checkpoint", init_dir,
+                           "--model_dir", str(model_dir), *SQUAD_RUN, *extra)
     assert_one_line_error(result, *fragments)
     assert not (model_dir / "checkpoints").exists()
 
@@ -304,12 +310,13 @@ def write_conll_files(directory, n=24):
 TAGGING_RUN = SMALL_RUN[:-2] + ["--override", "finetune.num_train_epochs=1"]
 
 
+@pytest.mark.slow
 def test_ner_from_conll_files_with_predictions_and_both_exports(init_dir, tmp_path):
     data = write_conll_files(tmp_path / "conll")
     model_dir = tmp_path / "ner"
-    result = finetune_cli("--task", "ner", "--data_dir", str(data), "--init_checkpoint", init_dir,
-                          "--model_dir", str(model_dir), "--with_tokenizer", "--do_predict",
-                          *TAGGING_RUN)
+    result = finetune_main("--task", "ner", "--data_dir", str(data), "--init_checkpoint", init_dir,
+                           "--model_dir", str(model_dir), "--with_tokenizer", "--do_predict",
+                           *TAGGING_RUN)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "dev dev f1:" in result.stdout
     results = json.loads((model_dir / "results.json").read_text())
@@ -329,8 +336,8 @@ def test_ner_from_conll_files_with_predictions_and_both_exports(init_dir, tmp_pa
     assert [w.decode() for w in served["words"].numpy()[0]] == ["w5", "w31", "w32", "w6"]
     assert all(t.decode() in card["tags"] for t in served["tags"].numpy()[0])
     # export_savedmodel rebuilds the tagger from the run directory.
-    exported = run_cli(["--model_dir", str(model_dir), "--output_dir", str(tmp_path / "served")],
-                       timeout=180, module="electra_tf.export_savedmodel")
+    exported = run_in_process(["--model_dir", str(model_dir), "--output_dir",
+                               str(tmp_path / "served")], module="electra_tf.export_savedmodel")
     assert exported.returncode == 0, exported.stderr[-3000:]
     loaded = tf.saved_model.load(str(tmp_path / "served" / str(results["steps"])))
     assert [t.decode() for t in loaded.tag_names.numpy()] == card["tags"]
@@ -349,7 +356,7 @@ def test_tagging_bad_input_is_one_error_line(case, init_dir, tmp_path):
     else:
         extra, fragments = ["--tag_column", "7"], ["train.txt", "no tag column 7"]
     model_dir = tmp_path / "run"
-    result = finetune_cli("--task", "ner", "--data_dir", str(data), "--init_checkpoint", init_dir,
-                          "--model_dir", str(model_dir), *TAGGING_RUN, *extra)
+    result = finetune_main("--task", "ner", "--data_dir", str(data), "--init_checkpoint", init_dir,
+                           "--model_dir", str(model_dir), *TAGGING_RUN, *extra)
     assert_one_line_error(result, *fragments)
     assert not model_dir.exists()

@@ -1,4 +1,9 @@
-"""run_pretraining end to end: checkpoints, exact resume after SIGKILL, SIGTERM, Mirrored, init."""
+"""run_pretraining end to end: checkpoints, exact resume after SIGKILL, SIGTERM, Mirrored, init.
+
+The runs whose subject is the process (a real command, SIGKILL, SIGTERM, --deterministic,
+--cpu_devices) are `python -m electra_tf.run_pretraining`; the others call its main in this
+process (tests.run_helpers.run_in_process), which behaves the same without a TensorFlow import.
+"""
 
 import os
 import signal
@@ -10,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.run_helpers import REPO, cli_args, run_cli, write_records, write_vocab
+from tests.run_helpers import REPO, cli_args, run_cli, run_in_process, write_records, write_vocab
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +30,7 @@ def _variables(checkpoint_dir):
     return {n: reader.get_tensor(n) for n in names}
 
 
+@pytest.mark.slow
 def test_run_writes_checkpoints_events_config_and_savedmodel(fixture_data, tmp_path):
     data, vocab = fixture_data
     result = run_cli(cli_args(data, vocab, tmp_path / "run", 20))
@@ -38,10 +44,11 @@ def test_run_writes_checkpoints_events_config_and_savedmodel(fixture_data, tmp_p
     assert "step 20/20" in result.stderr and "disc_auc" in result.stderr
     assert "SavedModel:" in result.stdout and "finished at step 20" in result.stdout
     # A finished run rerun with the same command does nothing more.
-    again = run_cli(cli_args(data, vocab, run, 20, "--noexport"))
+    again = run_in_process(cli_args(data, vocab, run, 20, "--noexport"))
     assert again.returncode == 0 and "already at step 20" in again.stderr
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill_matches_an_uninterrupted_run(fixture_data, tmp_path):
     data, vocab = fixture_data
     steps = 40
@@ -76,6 +83,7 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(fixture_data, tmp_pat
         np.testing.assert_allclose(actual[name], expected[name], atol=1e-6, err_msg=name)
 
 
+@pytest.mark.slow
 def test_sigterm_saves_and_exits_cleanly(fixture_data, tmp_path):
     data, vocab = fixture_data
     run_dir = tmp_path / "run"
@@ -98,6 +106,7 @@ def test_sigterm_saves_and_exits_cleanly(fixture_data, tmp_path):
     assert not (run_dir / "export").exists()
 
 
+@pytest.mark.slow
 def test_mirrored_run_trains_and_checkpoints(fixture_data, tmp_path):
     data, vocab = fixture_data
     result = run_cli(cli_args(data, vocab, tmp_path / "run", 10, "--strategy", "mirrored",
@@ -107,13 +116,14 @@ def test_mirrored_run_trains_and_checkpoints(fixture_data, tmp_path):
     assert tf.train.latest_checkpoint(str(tmp_path / "run" / "checkpoints")).endswith("ckpt-10")
 
 
+@pytest.mark.slow
 def test_init_checkpoint_continues_from_existing_weights(fixture_data, tmp_path):
     data, vocab = fixture_data
-    first = run_cli(cli_args(data, vocab, tmp_path / "first", 10, "--noexport"))
+    first = run_in_process(cli_args(data, vocab, tmp_path / "first", 10, "--noexport"))
     assert first.returncode == 0, first.stderr[-3000:]
     # One step whose learning rate is 0 (warmup starts at 0) leaves the weights as loaded.
-    second = run_cli(cli_args(data, vocab, tmp_path / "second", 1, "--noexport",
-                              "--init_checkpoint", str(tmp_path / "first" / "checkpoints")))
+    second = run_in_process(cli_args(data, vocab, tmp_path / "second", 1, "--noexport",
+                                     "--init_checkpoint", str(tmp_path / "first" / "checkpoints")))
     assert second.returncode == 0, second.stderr[-3000:]
     assert "initialised weights from" in second.stderr
     before, after = _variables(str(tmp_path / "first" / "checkpoints")), _variables(
@@ -163,11 +173,12 @@ def test_default_demo_runs_and_its_discriminator_learns_held_out_text(tmp_path):
     assert all(auc > 0.75 for _, auc in curve), curve
 
 
+@pytest.mark.slow
 def test_eval_data_is_evaluated_every_eval_every_steps(fixture_data, tmp_path):
     data, vocab = fixture_data
-    result = run_cli(cli_args(data, vocab, tmp_path / "run", 10, "--noexport", "--eval_data", data,
-                              "--override", "run.eval_every_steps=4",
-                              "--override", "run.eval_batches=2"))
+    result = run_in_process(cli_args(data, vocab, tmp_path / "run", 10, "--noexport",
+                                     "--eval_data", data, "--override", "run.eval_every_steps=4",
+                                     "--override", "run.eval_batches=2"))
     assert result.returncode == 0, result.stderr[-3000:]
     steps = [line.split("held-out at step ")[1].split(":")[0]
              for line in result.stderr.splitlines() if "held-out at step " in line]
@@ -184,8 +195,8 @@ def test_eval_data_smaller_than_a_batch_is_refused(fixture_data, tmp_path):
     with tf.io.TFRecordWriter(str(small)) as writer:
         for record in tf.data.TFRecordDataset(tf.io.gfile.glob(data)).take(3):
             writer.write(record.numpy())
-    result = run_cli(cli_args(data, vocab, tmp_path / "run", 10, "--noexport",
-                              "--eval_data", str(small)))
+    result = run_in_process(cli_args(data, vocab, tmp_path / "run", 10, "--noexport",
+                                     "--eval_data", str(small)))
     assert result.returncode != 0
     last = result.stderr.strip().splitlines()[-1]
     assert last == ("error: --eval_data holds 3 records, fewer than one batch of 8: give more "
@@ -194,6 +205,7 @@ def test_eval_data_smaller_than_a_batch_is_refused(fixture_data, tmp_path):
 
 
 def test_vocab_file_without_data_is_refused(tmp_path):
-    result = run_cli(["--vocab_file", str(tmp_path / "vocab.txt"), "--model_dir", str(tmp_path)])
+    result = run_in_process(["--vocab_file", str(tmp_path / "vocab.txt"), "--model_dir",
+                             str(tmp_path)])
     assert result.returncode != 0
     assert result.stderr.strip().splitlines()[-1].startswith("error: --vocab_file without --data")

@@ -1,9 +1,13 @@
 """Bad input to run_pretraining: one clear error, a non-zero exit, no traceback, nothing lost.
 
-Every case runs `python -m electra_tf.run_pretraining` on the fixture data. Where a model_dir is
-involved it is a copy of one finished 10-step run (checkpoint ckpt-10), rerun with
---train_steps 20 so that a run which wrongly went ahead would train and write ckpt-20; the
-checkpoint files are hashed before and after and must be byte-identical, none added or deleted.
+Every case runs the entry point's main in this process (tests.run_helpers.run_in_process: the
+same flags, `error:` line and exit status as `python -m electra_tf.run_pretraining`, without a
+TensorFlow import per case) on the fixture data; the input that used to make the run spin forever
+still runs in its own process, under a timeout. Where a model_dir is involved it is a copy of one
+finished 10-step run (checkpoint ckpt-10), rerun with --train_steps 20 so that a run which
+wrongly went ahead would train and write ckpt-20; the checkpoint files are hashed before and
+after and must be byte-identical, none added or deleted. That run (and any case that trains)
+makes a case slow; the others are in the fast tier.
 """
 
 import hashlib
@@ -16,12 +20,10 @@ import subprocess
 import pytest
 
 from electra_tf.data import pretraining_records as records
-from tests.run_helpers import SPECIALS, VOCAB_SIZE, cli_args, run_cli, write_records, write_vocab
+from tests.run_helpers import (SPECIALS, VOCAB_SIZE, cli_args, run_cli, run_in_process,
+                               write_records, write_vocab)
 
-pytestmark = pytest.mark.slow
-
-TIMEOUT = 180  # per process; a refused run takes ~5 s, one that trains a few steps ~15 s
-HANG_TIMEOUT = 120  # for inputs that make the run spin forever (a refusal takes ~5 s)
+HANG_TIMEOUT = 120  # for inputs that made the run spin forever (a refusal takes ~5 s)
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +37,7 @@ def finished_run(fixture_data, tmp_path_factory):
     """A model_dir holding ckpt-10 of a successful run, shared (copied) by the tests below."""
     data, vocab = fixture_data
     model_dir = tmp_path_factory.mktemp("finished") / "model"
-    result = run_cli(cli_args(data, vocab, model_dir, 10, "--noexport"), timeout=TIMEOUT)
+    result = run_in_process(cli_args(data, vocab, model_dir, 10, "--noexport"))
     assert result.returncode == 0, result.stderr[-3000:]
     assert (model_dir / "checkpoints" / "ckpt-10.index").exists()
     return model_dir
@@ -59,12 +61,16 @@ def _snapshot(root):
     return digests
 
 
-def _run_refused(args, timeout=TIMEOUT):
-    """Runs the CLI expecting a refusal; returns (the single `error:` line, full output)."""
-    try:
-        result = run_cli(args, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"run_pretraining did not finish within {timeout} s (hangs on this input)")
+def _run_refused(args, timeout=None):
+    """Runs the entry point expecting a refusal; returns (the single `error:` line, full output).
+    With a timeout: in its own process, killed after `timeout` seconds."""
+    if timeout is None:
+        result = run_in_process(args)
+    else:
+        try:
+            result = run_cli(args, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"run_pretraining did not finish within {timeout} s (hangs on this input)")
     output = result.stdout + result.stderr
     assert result.returncode != 0, f"expected a refusal, the run succeeded:\n{output[-3000:]}"
     assert "Traceback" not in output, f"a traceback instead of one clear message:\n{output[-5000:]}"
@@ -73,7 +79,7 @@ def _run_refused(args, timeout=TIMEOUT):
     return errors[0], output
 
 
-def _refused_keeping(model_dir, args, whole_dir=False, timeout=TIMEOUT):
+def _refused_keeping(model_dir, args, whole_dir=False, timeout=None):
     """_run_refused, asserting the checkpoints (or the whole model_dir) are byte-identical after."""
     root = model_dir if whole_dir else model_dir / "checkpoints"
     before = _snapshot(root)
@@ -102,6 +108,7 @@ def _copy_records(data_glob, directory):
 # ---- vocabulary ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_vocabulary_without_mask(fixture_data, model_dir, tmp_path):
     data, _ = fixture_data
     vocab = _vocab_without(tmp_path / "vocab.txt", "[MASK]")
@@ -111,6 +118,7 @@ def test_vocabulary_without_mask(fixture_data, model_dir, tmp_path):
     assert "vocab.txt" in error
 
 
+@pytest.mark.slow
 def test_vocabulary_without_cls_and_sep_names_both(fixture_data, model_dir, tmp_path):
     data, _ = fixture_data
     vocab = _vocab_without(tmp_path / "vocab.txt", "[CLS]", "[SEP]")
@@ -134,13 +142,14 @@ def built_data(tmp_path_factory):
     return str(root / "records"), vocab
 
 
+@pytest.mark.slow
 def test_without_vocab_file_the_data_metadata_gives_the_special_ids(built_data, tmp_path):
     import yaml
 
     data, _ = built_data
     args = [a for a in cli_args(data, "unused", tmp_path / "model", 2, "--noexport")
             if a not in ("--vocab_file", "unused")]
-    result = run_cli(args, timeout=TIMEOUT)
+    result = run_in_process(args)
     assert result.returncode == 0, result.stderr[-3000:]
     config = yaml.safe_load((tmp_path / "model" / "config.yaml").read_text())
     # The fixture vocabulary's ids, not BERT's 101/102/103 defaults.
@@ -149,6 +158,7 @@ def test_without_vocab_file_the_data_metadata_gives_the_special_ids(built_data, 
     assert config["model"]["vocab_size"] == VOCAB_SIZE
 
 
+@pytest.mark.slow
 def test_a_vocab_file_other_than_the_data_one_is_refused(built_data, model_dir, tmp_path):
     data, _ = built_data
     other = write_vocab(tmp_path / "other.txt", SPECIALS[::-1] + [f"w{i}" for i in range(115)])
@@ -156,6 +166,7 @@ def test_a_vocab_file_other_than_the_data_one_is_refused(built_data, model_dir, 
     assert "disagree" in error and "metadata.json" in error and "other.txt" in error, error
 
 
+@pytest.mark.slow
 def test_a_special_id_override_against_the_data_is_refused(built_data, model_dir):
     data, vocab = built_data
     error, _ = _refused_keeping(model_dir, cli_args(
@@ -184,6 +195,7 @@ def test_model_dir_that_is_a_file(fixture_data, tmp_path):
 # ---- data ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_glob_matching_nothing(fixture_data, model_dir, tmp_path):
     _, vocab = fixture_data
     pattern = str(tmp_path / "nowhere" / "*.tfrecord*")
@@ -191,6 +203,7 @@ def test_glob_matching_nothing(fixture_data, model_dir, tmp_path):
     assert pattern in error and "no TFRecord files" in error
 
 
+@pytest.mark.slow
 def test_empty_data_directory(fixture_data, model_dir, tmp_path):
     """An empty corpus given as a directory (--data accepts 'a glob ... or a directory')."""
     _, vocab = fixture_data
@@ -201,6 +214,7 @@ def test_empty_data_directory(fixture_data, model_dir, tmp_path):
     assert str(empty) in error and "no TFRecord files" in error
 
 
+@pytest.mark.slow
 def test_shard_without_any_record(fixture_data, model_dir, tmp_path):
     """An empty corpus as an empty shard: must be refused, not spin forever looking for data."""
     _, vocab = fixture_data
@@ -225,6 +239,7 @@ def _record_spans(path):
     return spans
 
 
+@pytest.mark.slow
 def test_corrupt_tfrecord(fixture_data, model_dir, tmp_path):
     data, vocab = fixture_data
     pattern, shards = _copy_records(data, tmp_path / "corrupt")
@@ -238,6 +253,7 @@ def test_corrupt_tfrecord(fixture_data, model_dir, tmp_path):
     assert shard in error, error  # names the shard
 
 
+@pytest.mark.slow
 def test_truncated_tfrecord(fixture_data, model_dir, tmp_path):
     """Cut in half, inside a record (a cut exactly between records leaves a valid, shorter file)."""
     data, vocab = fixture_data
@@ -254,6 +270,7 @@ def test_truncated_tfrecord(fixture_data, model_dir, tmp_path):
     assert shard in error, error
 
 
+@pytest.mark.slow
 def test_records_of_another_sequence_length_with_metadata(fixture_data, model_dir, tmp_path):
     _, vocab = fixture_data
     data = write_records(tmp_path / "records48", seq_len=48)
@@ -262,6 +279,7 @@ def test_records_of_another_sequence_length_with_metadata(fixture_data, model_di
     assert "max_seq_length 48" in error and "32" in error, error
 
 
+@pytest.mark.slow
 def test_records_of_another_sequence_length_with_builder_metadata(fixture_data, model_dir,
                                                                    tmp_path):
     """The metadata file electra_tf.build_pretraining_dataset writes is checked before training."""
@@ -273,6 +291,7 @@ def test_records_of_another_sequence_length_with_builder_metadata(fixture_data, 
     assert "max_seq_length 48" in error and "32" in error, error
 
 
+@pytest.mark.slow
 def test_records_of_another_sequence_length_without_metadata(fixture_data, model_dir, tmp_path):
     _, vocab = fixture_data
     data = write_records(tmp_path / "records48", seq_len=48)
@@ -294,6 +313,7 @@ def test_records_built_with_a_larger_vocabulary(fixture_data, tmp_path):
 # ---- config --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_unknown_override_key(fixture_data, model_dir):
     data, vocab = fixture_data
     error, _ = _refused_keeping(
@@ -302,6 +322,7 @@ def test_unknown_override_key(fixture_data, model_dir):
     assert "unknown config key" in error and "model.nonsense" in error, error
 
 
+@pytest.mark.slow
 def test_unknown_key_in_config_yaml(fixture_data, model_dir, tmp_path):
     data, vocab = fixture_data
     config = tmp_path / "mine.yaml"
@@ -312,6 +333,7 @@ def test_unknown_key_in_config_yaml(fixture_data, model_dir, tmp_path):
     assert "unknown config key" in error and "objective.not_a_key" in error, error
 
 
+@pytest.mark.slow
 def test_max_seq_length_above_max_positions(fixture_data, model_dir):
     data, vocab = fixture_data
     error, _ = _refused_keeping(
@@ -320,6 +342,7 @@ def test_max_seq_length_above_max_positions(fixture_data, model_dir):
     assert "max_seq_length 128" in error and "max_position_embeddings 64" in error, error
 
 
+@pytest.mark.slow
 def test_model_dir_of_a_different_config(fixture_data, model_dir):
     data, vocab = fixture_data
     error, _ = _refused_keeping(
@@ -332,6 +355,7 @@ def test_model_dir_of_a_different_config(fixture_data, model_dir):
 # ---- training ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(fixture_data, model_dir):
     """Resumed from ckpt-10 with a learning rate of 1e30: the loss blows up within a few steps."""
     data, vocab = fixture_data

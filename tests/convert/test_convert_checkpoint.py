@@ -1,15 +1,23 @@
 """Conversion round trips and the convert_checkpoint command."""
 
 import numpy as np
+import pytest
 from safetensors.numpy import load_file
 
 from electra_tf.convert.hf import load_hf_pretrainer, save_hf
 from tests.conftest import require
 from tests.convert.test_google import _release_tensors, _write_checkpoint
 from tests.convert.test_hf_parity import VOCAB, _inputs, hf_models  # noqa: F401 (fixture)
-from tests.run_helpers import SPECIALS, cli_args, run_cli, write_records, write_vocab
+from tests.run_helpers import (SPECIALS, cli_args, run_cli, run_in_process, write_records,
+                               write_vocab)
 
 
+def convert(*args):
+    """convert_checkpoint's main in this process (its flags, output and exit status)."""
+    return run_in_process(list(args), module="electra_tf.convert_checkpoint")
+
+
+@pytest.mark.slow
 def test_hf_round_trip_gives_identical_tensors_and_loads_cleanly(hf_models, tmp_path):
     torch, disc, gen, disc_dir, gen_dir = hf_models
     transformers = require("transformers")
@@ -33,6 +41,7 @@ def test_hf_round_trip_gives_identical_tensors_and_loads_cleanly(hf_models, tmp_
                                        reference(**args).logits.numpy(), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_google_checkpoint_converts_and_pretraining_continues_from_it(hf_models, tmp_path):
     _, disc, gen, _, _ = hf_models
     release = tmp_path / "electra_small"
@@ -51,7 +60,7 @@ def test_google_checkpoint_converts_and_pretraining_continues_from_it(hf_models,
     args = cli_args(data, str(converted / "vocab.txt"), tmp_path / "run", 3, "--noexport",
                     "--init_checkpoint", str(converted / "checkpoints"))
     args[args.index("pretrain/demo")] = str(converted / "config.yaml")
-    run = run_cli(args)
+    run = run_in_process(args)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "initialised weights from" in run.stderr and "step 3/3" in run.stderr
 
@@ -59,38 +68,37 @@ def test_google_checkpoint_converts_and_pretraining_continues_from_it(hf_models,
 def test_electra_tf_to_hf_and_refusals(hf_models, tmp_path):
     _, _, _, disc_dir, gen_dir = hf_models
     ours = tmp_path / "ours"
-    assert run_cli(["--from", "hf", "--input", disc_dir, "--generator", gen_dir, "--output_dir",
-                    str(ours)], module="electra_tf.convert_checkpoint").returncode == 0
+    assert convert("--from", "hf", "--input", disc_dir, "--generator", gen_dir, "--output_dir",
+                   str(ours)).returncode == 0
     back = tmp_path / "back"
-    result = run_cli(["--from", "electra_tf", "--input", str(ours), "--to", "hf", "--output_dir",
-                      str(back)], module="electra_tf.convert_checkpoint")
+    result = convert("--from", "electra_tf", "--input", str(ours), "--to", "hf", "--output_dir",
+                     str(back))
     assert result.returncode == 0, result.stderr[-3000:]
     before, after = load_file(f"{disc_dir}/model.safetensors"), load_file(
         back / "discriminator" / "model.safetensors")
     for key in after:
         np.testing.assert_array_equal(after[key], before[key], err_msg=key)
-    again = run_cli(["--from", "electra_tf", "--input", str(ours), "--to", "hf", "--output_dir",
-                     str(back)], module="electra_tf.convert_checkpoint")
+    again = convert("--from", "electra_tf", "--input", str(ours), "--to", "hf", "--output_dir",
+                    str(back))
     assert again.returncode != 0 and "is not empty" in again.stderr and "Traceback" not in again.stderr
-    missing = run_cli(["--from", "hf", "--input", str(tmp_path / "nowhere"), "--output_dir",
-                       str(tmp_path / "x")], module="electra_tf.convert_checkpoint")
+    missing = convert("--from", "hf", "--input", str(tmp_path / "nowhere"), "--output_dir",
+                      str(tmp_path / "x"))
     assert missing.returncode != 0 and "config.json" in missing.stderr
     assert "Traceback" not in missing.stderr
 
 
+@pytest.mark.slow
 def test_keras_hub_preset_round_trip_through_the_command(hf_models, tmp_path):
     _, _, _, disc_dir, _ = hf_models
     ours = tmp_path / "ours"
-    assert run_cli(["--from", "hf", "--input", disc_dir, "--output_dir", str(ours)],
-                   module="electra_tf.convert_checkpoint").returncode == 0
+    assert convert("--from", "hf", "--input", disc_dir, "--output_dir", str(ours)).returncode == 0
     preset = tmp_path / "preset"
-    to_preset = run_cli(["--from", "electra_tf", "--input", str(ours), "--to", "keras_hub",
-                         "--output_dir", str(preset)], module="electra_tf.convert_checkpoint")
+    to_preset = convert("--from", "electra_tf", "--input", str(ours), "--to", "keras_hub",
+                        "--output_dir", str(preset))
     assert to_preset.returncode == 0, to_preset.stderr[-3000:]
     assert (preset / "config.json").exists()
     back = tmp_path / "back"
-    from_preset = run_cli(["--from", "keras_hub", "--input", str(preset), "--output_dir", str(back)],
-                          module="electra_tf.convert_checkpoint")
+    from_preset = convert("--from", "keras_hub", "--input", str(preset), "--output_dir", str(back))
     assert from_preset.returncode == 0, from_preset.stderr[-3000:]
     assert "gelu_approximate" in (back / "config.yaml").read_text()
     import tensorflow as tf

@@ -100,6 +100,7 @@ def test_unreadable_shard_is_named(shards, tmp_path):
     assert message.startswith(f"{corrupt} is corrupt or truncated"), message
 
 
+@pytest.mark.slow
 def test_held_out_evaluation_averages_exactly_its_batches(shards):
     from electra_tf.models import ElectraPretrainer
     from tests.models.helpers import tiny_model_config

@@ -318,6 +318,7 @@ def test_cased_build_is_recorded(fixture, tmp_path):
     assert set(ids.tolist()) <= {PAD, 1, CLS, SEP}
 
 
+@pytest.mark.slow
 def test_several_processes_write_the_same_examples(fixture, tmp_path):
     # 1 KiB work units and 32 shards: 2 shard groups, so 2 processes have work.
     parallel = build(fixture, tmp_path / "p2", num_processes=2, num_shards=32, block_bytes=1024)
@@ -447,6 +448,7 @@ def test_byte_blocks_read_every_document_exactly_once(tmp_path):
         assert pieces == whole, block_bytes
 
 
+@pytest.mark.slow
 def test_embedded_corpus_is_substantial_and_deterministic(tmp_path):
     first = corpus_lib.write_embedded_corpus(str(tmp_path / "a"))
     second = corpus_lib.write_embedded_corpus(str(tmp_path / "b"))

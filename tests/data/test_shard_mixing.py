@@ -18,6 +18,8 @@ from electra_tf.data.pretraining_data import build_pretraining_data
 
 NUM_DOCUMENTS, MAX_LEN, BATCH = 1500, 64, 64
 
+pytestmark = pytest.mark.slow  # builds and reads back a corpus of 1,500 documents
+
 
 @pytest.fixture(scope="module")
 def stream(tmp_path_factory):
@@ -56,11 +58,11 @@ def test_each_shard_alone_samples_the_whole_corpus(stream):
 def test_the_benchmark_prints_both_layouts():
     import json
 
-    from tests.run_helpers import run_cli
+    from tests.run_helpers import run_in_process
 
-    result = run_cli(["--documents", "300", "--files", "6", "--median_lines", "6",
-                      "--block_bytes", "4096", "--max_seq_length", "32", "--batch_size", "32"],
-                     module="electra_tf.benchmark_mixing")
+    result = run_in_process(["--documents", "300", "--files", "6", "--median_lines", "6",
+                             "--block_bytes", "4096", "--max_seq_length", "32",
+                             "--batch_size", "32"], module="electra_tf.benchmark_mixing")
     assert result.returncode == 0, result.stderr[-3000:]
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(r["layout"], r["shards"]) for r in rows][1] == ("original", 1000)

@@ -146,6 +146,7 @@ def test_span_helpers():
     assert max_context_windows([(0, 5), (2, 4)], 6) == [0, 0, 0, 0, 1, 1]
 
 
+@pytest.mark.slow
 def test_evaluation_features_have_no_labels_and_chunking_does_not_matter(monkeypatch):
     context = " ".join(f"t{i}" for i in range(12))
     dev = examples((context, "what", [("t0", 0)], False), ("t1 t2", "what ?", [], False),
@@ -187,6 +188,7 @@ def test_training_examples_need_answer_spans(featurizer):
         list(featurizer.featurize([dev_example], is_training=True))
 
 
+@pytest.mark.slow
 def test_training_records_are_identical_for_any_number_of_workers(tmp_path):
     vocab_file = tmp_path / "vocab.txt"
     vocab_file.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")

@@ -89,6 +89,7 @@ def test_lower_case_and_accent_stripping_are_the_default(vocab_file):
     assert [vocabulary[i] for i in ids[0]] == ["hello", "world"]
 
 
+@pytest.mark.slow
 def test_cased_mode_keeps_case_and_accents(vocab_file):
     vocabulary = load_vocabulary(vocab_file)
     tokenizer = make_tokenizer(vocabulary, lower_case=False, strip_accents=False)
@@ -96,6 +97,7 @@ def test_cased_mode_keeps_case_and_accents(vocab_file):
     assert [vocabulary[i] for i in ids[0]] == ["Héllo", "World", "hello"]
 
 
+@pytest.mark.slow
 def test_lower_case_without_strip_accents_keeps_accents(vocab_file):
     vocabulary = load_vocabulary(vocab_file)
     tokenizer = make_tokenizer(vocabulary, lower_case=True, strip_accents=False)
@@ -103,6 +105,7 @@ def test_lower_case_without_strip_accents_keeps_accents(vocab_file):
     assert [vocabulary[i] for i in ids[0]] == ["héllo", "héllo"]
 
 
+@pytest.mark.slow
 def test_punctuation_is_split_off(vocab_file):
     vocabulary = load_vocabulary(vocab_file)
     ids = tokenize(make_tokenizer(vocabulary), ["hello,world!(the cat)."])
@@ -126,6 +129,7 @@ def test_a_vocabulary_list_with_a_duplicate_is_refused(normalization):
         make_tokenizer(bert_style_vocabulary()[:105] + ["hello"], normalization=normalization)
 
 
+@pytest.mark.slow
 def test_cleaning_and_word_limits_follow_the_original(vocab_file):
     vocabulary = load_vocabulary(vocab_file)
     ids = tokenize(make_tokenizer(vocabulary), [
@@ -139,6 +143,7 @@ def test_cleaning_and_word_limits_follow_the_original(vocab_file):
     assert [vocabulary[i] for i in ids[3]] == ["una"] + ["##ffa"] * 64 + ["##ble"]
 
 
+@pytest.mark.slow
 def test_keras_hub_normalization_is_kept_as_an_option():
     vocabulary = bert_style_vocabulary() + ["ss", "ß", "fine", "ﬁ", "##ne"]
     bert = make_tokenizer(vocabulary)
@@ -151,6 +156,7 @@ def test_keras_hub_normalization_is_kept_as_an_option():
         make_tokenizer(vocabulary, normalization="nfkc")
 
 
+@pytest.mark.slow
 def test_strings_scalars_and_tf_data(vocab_file):
     vocabulary = load_vocabulary(vocab_file)
     tokenizer = make_tokenizer(vocabulary)

@@ -157,6 +157,7 @@ def in_graph(tokenizer, lines):
     return graph(tf.constant(lines)).to_list()
 
 
+@pytest.mark.slow
 def test_every_corpus_line_gives_the_original_ids(mode, corpus_lines):
     _, ours, port = mode
     expected = reference_ids(port, corpus_lines)
@@ -167,6 +168,7 @@ def test_every_corpus_line_gives_the_original_ids(mode, corpus_lines):
     assert all(unicodedata.normalize("NFC", line) == line for line in corpus_lines)
 
 
+@pytest.mark.slow
 def test_every_stress_line_gives_the_original_ids(mode, tmp_path, monkeypatch):
     name, ours, port = mode
     lines = stress_file_lines(tmp_path)
@@ -233,6 +235,7 @@ def test_character_classes_are_the_originals_for_every_code_point(kind):
                               if k != kind)
 
 
+@pytest.mark.slow
 def test_end_to_end_split_is_the_original_split_for_every_code_point():
     """The fast path's word splitting (tensorflow-text's end-to-end WordPiece) against the
     regular expression, around every character the cleaning keeps."""

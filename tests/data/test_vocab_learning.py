@@ -24,6 +24,7 @@ def random_word_lines(num_lines=200, seed=0):
     return [" ".join(rng.choice(words) for _ in range(12)) for _ in range(num_lines)]
 
 
+@pytest.mark.slow
 def test_learned_vocabulary_starts_with_the_special_tokens(tmp_path):
     output = tmp_path / "sub" / "vocab.txt"
     vocabulary = learn_vocabulary(LINES, 100, str(output))
@@ -36,6 +37,7 @@ def test_learned_vocabulary_starts_with_the_special_tokens(tmp_path):
     assert [vocabulary[i] for i in ids[0]] == ["the", "quick", "fox", "."]
 
 
+@pytest.mark.slow
 def test_unseen_words_are_spelled_with_continuation_pieces(tmp_path):
     vocabulary = learn_vocabulary(LINES, 100, str(tmp_path / "vocab.txt"))
     assert "##x" in vocabulary and "##." not in vocabulary  # punctuation never continues a word

@@ -18,6 +18,7 @@ from electra_tf.finetuning.question_answering import answer, load_squad_task
 from electra_tf.models.question_answerer import BEAM_OUTPUTS
 from tests.finetuning.helpers import write_vocab
 from tests.finetuning.squad_helpers import qa_config, write_squad
+from tests.run_helpers import run_in_process
 from electra_tf.export.question_answerer import export_question_answerer
 from tests.test_export import BLOCK_NON_TF_IMPORTS, forbidden_ops, savedmodel_ops
 
@@ -32,6 +33,7 @@ def v11_run(tmp_path_factory):
     return root, vocab, config, report
 
 
+@pytest.mark.slow
 def test_v11_synthetic_task_reaches_exact_match_90(v11_run):
     root, _, _, report = v11_run
     trial = report["trial_results"][0]
@@ -43,6 +45,7 @@ def test_v11_synthetic_task_reaches_exact_match_90(v11_run):
     assert trial["train_examples"] > 400
 
 
+@pytest.mark.slow
 def test_v11_prediction_files_have_the_official_layout(v11_run):
     root = v11_run[0]
     directory = root / "run" / "predictions" / "dev"
@@ -55,14 +58,14 @@ def test_v11_prediction_files_have_the_official_layout(v11_run):
     assert set(entries[0]) == {"text", "probability", "start_log_prob", "end_log_prob"}
     assert sum(e["probability"] for e in entries) == pytest.approx(1.0)
     # and the evaluation command agrees with the run's own scores
-    result = subprocess.run(
-        [sys.executable, "-m", "electra_tf.evaluate_squad", f"--data_file={root / 'data' / 'dev.json'}",
-         f"--predictions_file={directory / 'predictions.json'}"], capture_output=True, text=True,
-        timeout=120)
+    result = run_in_process([f"--data_file={root / 'data' / 'dev.json'}",
+                             f"--predictions_file={directory / 'predictions.json'}"],
+                            module="electra_tf.evaluate_squad")
     assert json.loads(result.stdout)["exact_match"] == pytest.approx(
         v11_run[3]["trial_results"][0]["dev"]["dev"]["last"]["exact_match"])
 
 
+@pytest.mark.slow
 def test_v20_learns_to_tell_unanswerable_questions(tmp_path):
     vocab = write_vocab(tmp_path / "vocab.txt")
     task = load_squad_task("squad/v2.0", data_dir=write_squad(tmp_path / "data", 400, 100, "v2.0"))
@@ -104,6 +107,7 @@ def _trained_model(root, config):
     return qa
 
 
+@pytest.mark.slow
 def test_exported_beam_equals_keras_in_a_tensorflow_only_process(v11_run, tmp_path):
     root, _, config, report = v11_run
     model = _trained_model(root, config)
@@ -136,6 +140,7 @@ def test_exported_beam_equals_keras_in_a_tensorflow_only_process(v11_run, tmp_pa
     assert out["end_top_index"].shape == (3, 8, 8)
 
 
+@pytest.mark.slow
 def test_serve_text_answers_as_the_python_path_on_single_window_inputs(v11_run):
     root, vocab, config, report = v11_run
     model = _trained_model(root, config)
@@ -157,6 +162,7 @@ def test_serve_text_answers_as_the_python_path_on_single_window_inputs(v11_run):
         assert text and text in context
 
 
+@pytest.mark.slow
 def test_training_windows_are_reused_only_for_the_same_data_and_settings(tmp_path):
     vocab = write_vocab(tmp_path / "vocab.txt")
     data = write_squad(tmp_path / "data", 40, 10, "1.1")

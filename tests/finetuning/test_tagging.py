@@ -30,6 +30,7 @@ def test_tagging_tasks_read_windows_of_256_tokens_unless_overridden():
     assert overridden.finetune.max_seq_length == 64
 
 
+@pytest.mark.slow
 def test_files_give_bioes_tag_set_and_the_tag_column(conll_dir, tmp_path):
     task = api.load_task("ner", data_dir=str(conll_dir))
     assert (task.name, len(task.train), len(task.eval_splits["dev"])) == ("ner", 640, 200)
@@ -76,6 +77,7 @@ def test_tfds_conll2003_gives_the_task_its_tag_feature(tmp_path, no_network):
     assert chunk.train[0].tags == ["O", "O", "O"]  # the mock's chunk ids are all 0: "O"
 
 
+@pytest.mark.slow
 def test_a_tagging_run_learns_and_writes_the_dev_predictions(conll_dir, tmp_path):
     model_dir = tmp_path / "run"
     report = api.finetune(

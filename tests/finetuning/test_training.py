@@ -14,6 +14,8 @@ from electra_tf.training.callbacks import Preemption
 from tests.finetuning.helpers import pair_task, regression_task, tiny_config, write_vocab
 from tests.run_helpers import REPO
 
+pytestmark = pytest.mark.slow  # each test trains a task to a score (or in a subprocess)
+
 LEARN = ["optimizer.learning_rate=1e-3", "finetune.num_train_epochs=25"]
 
 

@@ -52,6 +52,7 @@ def test_electra_variants_fine_tune_the_discriminator(name):
     assert model.encoder.hidden_size == 32 and model.generator.hidden_size == 16
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["replace_mlm", "all_tokens_mlm"])
 def test_mlm_variants_fine_tune_the_full_size_masked_lm(name):
     model = _model(name)
@@ -69,6 +70,7 @@ def test_mlm_variants_fine_tune_the_full_size_masked_lm(name):
     assert type(ElectraPretrainer.from_config(model.get_config())) is type(model)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["replace_mlm", "all_tokens_mlm"])
 def test_fine_tuning_loads_the_full_size_masked_lm_of_a_run(name, tmp_path):
     from electra_tf.convert_checkpoint import write_electra_tf
@@ -114,6 +116,7 @@ def test_loss_reads_exactly_its_positions_of_the_fine_tuned_network(name, batch,
     np.testing.assert_array_equal(touched, expected)
 
 
+@pytest.mark.slow
 def test_electra_15_is_electra_restricted_to_the_chosen_positions(batch):
     full, fifteen = _model("electra"), _model("electra_15")
     out_full = full.compute_objective(batch, step=0)
@@ -197,6 +200,7 @@ def test_all_tokens_loss_is_the_copy_mixture_at_every_non_pad_token(batch):
                                rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_all_tokens_mlm_step_compiles_with_xla(batch):
     """Static shapes: the vocabulary projection at every position and the copy mixture."""
     model = _model("all_tokens_mlm")

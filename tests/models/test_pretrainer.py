@@ -178,6 +178,7 @@ def test_padding_contributes_nothing(model, batch):
         np.testing.assert_allclose(changed[key], reference[key], rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_uniform_generator_builds_no_generator_and_samples_uniformly(batch):
     """As the original: no generator network or head, so no MLM loss (it would be the constant
     log V, with no gradient); samples are uniform over the vocabulary."""
@@ -197,6 +198,7 @@ def test_uniform_generator_builds_no_generator_and_samples_uniformly(batch):
     assert counts.min() > 0.3 * expected and counts.max() < 2.0 * expected
 
 
+@pytest.mark.slow
 def test_uniform_generator_trains_its_discriminator(batch):
     keras.utils.set_random_seed(2)
     uniform = ElectraPretrainer(tiny_model_config(), objective(uniform_generator=True))
@@ -211,6 +213,7 @@ def test_uniform_generator_trains_its_discriminator(batch):
     assert last_steps < 0.5 * logs[0]["disc_loss"]
 
 
+@pytest.mark.slow
 def test_mlm_only_objective_is_one_full_size_network(batch):
     bert = ElectraPretrainer(tiny_model_config(), objective(electra_objective=False))
     assert bert.discriminator is None and bert.encoder is bert.generator
@@ -221,6 +224,7 @@ def test_mlm_only_objective_is_one_full_size_network(batch):
     np.testing.assert_allclose(logs["loss"], logs["mlm_loss"], rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_train_step_compiles_with_xla_and_reports_every_metric(batch):
     keras.utils.set_random_seed(1)
     xla = ElectraPretrainer(tiny_model_config(), objective())
@@ -236,6 +240,7 @@ def test_train_step_compiles_with_xla_and_reports_every_metric(batch):
     assert any(np.any(b != v.numpy()) for b, v in zip(before, xla.trainable_variables))
 
 
+@pytest.mark.slow
 def test_reproducible_from_a_seed(batch):
     def run():
         keras.utils.set_random_seed(7)

@@ -10,6 +10,8 @@ from electra_tf.training.optimizer import create_optimizer
 from tests.models.helpers import (CLS, SEP, fast_optimizer_config, masked_batch, objective,
                                   random_ids, tiny_model_config)
 
+pytestmark = pytest.mark.slow  # each test trains for many steps
+
 
 def _dataset(batches):
     dataset = tf.data.Dataset.from_tensors(batches[0])
@@ -85,7 +87,6 @@ def _train_on_structured_corpus(seed, **objective_overrides):
     return before, after
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 def test_generator_learns_a_structured_corpus(seed):
     """The generator learns each sequence's topic (measured 2.3-2.9 after, on three seeds).
@@ -100,7 +101,6 @@ def test_generator_learns_a_structured_corpus(seed):
     assert after["mlm_accuracy"] > 0.07
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 def test_discriminator_learns_to_detect_off_topic_replacements(seed):
     """With uniform samples (the paper's ablation) a replacement is off-topic 111 times in 120

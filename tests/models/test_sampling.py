@@ -170,6 +170,7 @@ def test_batch_shape_preserved_and_int32():
     assert drawn.numpy().tolist() == [[4, 9], [36, 0]]
 
 
+@pytest.mark.slow
 def test_xla_matches_eager():
     b, n, vocab = 4, 20, 30522
     logits = tf.random.stateless_normal([b, n, vocab], seed=[14, 0]) * 2.0
@@ -192,6 +193,7 @@ def test_xla_matches_eager():
             assert lower - 1e-5 <= u[i] <= cdf[i, drawn] + 1e-5, (i, drawn)
 
 
+@pytest.mark.slow
 def test_xla_zero_probability_and_small_vocab():
     vocab = 37
     logits_row = _zero_prob_layout(vocab, [0, 1, 6, 7, 35, 36])

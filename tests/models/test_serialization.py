@@ -121,6 +121,7 @@ def test_shared_word_table_is_stored_once(tmp_path):
     assert len(shapes) == len(model.weights)
 
 
+@pytest.mark.slow
 def test_loaded_pretrainer_keeps_its_optimizer_state_and_trains(pretraining_batch, tmp_path):
     model = ElectraPretrainer(tiny_model_config(), objective())
     model.compile(optimizer=create_optimizer(fast_optimizer_config()))

@@ -152,6 +152,7 @@ TINY = ModelConfig(vocab_size=40, embedding_size=16, hidden_size=32, num_layers=
                    intermediate_size=64, max_position_embeddings=32)
 
 
+@pytest.mark.slow
 def test_question_answerer_outputs_the_beam_and_trains_with_fit():
     model = ElectraQuestionAnswerer(TINY, beam_size=3)
     assert all(v.path.startswith(("embeddings/", "discriminator/", "task_specific/"))

@@ -73,6 +73,7 @@ def test_loss_is_the_masked_cross_entropy_summed_over_tokens():
 
 # ---------------------------------------------------------------------------------------------
 # A synthetic task: spans of 1-3 words from one topic's vocabulary, typed by that topic.
+@pytest.mark.slow
 def test_tiny_tagger_learns_topic_spans():
     tokenizer = make_tokenizer(VOCAB)
     train, dev = topic_sentences(640, 0), topic_sentences(200, 1)

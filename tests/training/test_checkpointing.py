@@ -1,6 +1,7 @@
 """Run checkpoints restore into a model built in a different order (seed-generator names)."""
 
 import numpy as np
+import pytest
 
 from electra_tf.models import ElectraPretrainer
 from electra_tf.training.checkpointing import RunCheckpoint
@@ -14,6 +15,7 @@ def _model():
     return model
 
 
+@pytest.mark.slow
 def test_restore_matches_weights_optimizer_and_dropout_state(tmp_path):
     ids, mask = random_ids(4, 24)
     saved = _model()

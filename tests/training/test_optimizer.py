@@ -234,6 +234,7 @@ MIRRORED_CODE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_mirrored_strategy_clips_after_cross_replica_sum():
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [REPO_ROOT] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])),
