@@ -2,6 +2,16 @@ r"""Times one ELECTRA pretraining step and prints a JSON line (tokens/s, model G
 
   python -m electra_tf.benchmark --size small --batch 32 --seq 128 --steps 10
   python -m electra_tf.benchmark --task qa --size small --batch 16 --seq 384 --steps 10
+  python -m electra_tf.benchmark --size small --precision bf16
+  python -m electra_tf.benchmark --size small --steps 3 --profile /tmp/electra_profile
+
+The benchmark first measures the machine's matmul peak in the same run (a 2048^3 tf.matmul in
+float32, and in the step's half type under bf16 or fp16; `--nopeak` skips it) and adds
+`peak_gflop_per_s` and `fraction_of_peak` (model GFLOP/s over the peak of the step's matmul
+type) to the line.
+`--profile DIR` traces `--profile_steps` more steps with the TensorFlow profiler into DIR,
+prints the op time per category (electra_tf.training.profile_breakdown) before the line and
+adds it to the line as `profile` (ms per step).
 
 The line has the same fields as ../shared/bench/torch_reference_step.py, and model FLOPs are
 counted the same way (matmuls only, backward = 2x forward, generator head at masked positions
@@ -50,8 +60,15 @@ flags.DEFINE_enum("task", "pretrain", ["pretrain", "classify", "qa", "infer"],
                   "of the SQuAD question answerer (joint head, layer-wise LR decay); infer: "
                   "serving_default of the exported classifier, loaded with tf.saved_model.load "
                   "(latency p50/p99).")
+flags.DEFINE_bool("peak", True, "First measure the matmul peak (GFLOP/s) of this machine and "
+                  "report the step's fraction of it (about a second; --nopeak skips it).")
+flags.DEFINE_integer("peak_size", 2048, "n of the n x n @ n x n matmul of --peak.")
+flags.DEFINE_string("profile", None, "Trace --profile_steps more steps with the TensorFlow "
+                    "profiler into this directory and print the op time per category.")
+flags.DEFINE_integer("profile_steps", 3, "Steps traced with --profile.")
 
 POLICIES = {"float32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+MATMUL_DTYPES = {"float32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
 def main(argv):
@@ -74,6 +91,9 @@ def main(argv):
                       + (" xla" if jit_compile and FLAGS.task != "infer" else ""),
               "task": FLAGS.task, "size": FLAGS.size, "batch": FLAGS.batch, "seq": FLAGS.seq,
               "precision": FLAGS.precision, "threads": FLAGS.threads or "default"}
+    if FLAGS.peak:  # before the model exists, so nothing else competes for the cores
+        dtypes = dict.fromkeys(["float32", MATMUL_DTYPES[FLAGS.precision]])
+        peaks = {dtype: round(matmul_peak_gflops(dtype, FLAGS.peak_size), 1) for dtype in dtypes}
     if FLAGS.task == "pretrain":
         record.update(_pretrain(config, jit_compile))
     elif FLAGS.task == "classify":
@@ -82,7 +102,30 @@ def main(argv):
         record.update(_question_answering(config, jit_compile))
     else:
         record.update(_infer(config))
+    if FLAGS.peak:
+        record["peak_gflop_per_s"] = peaks
+        record["fraction_of_peak"] = round(
+            record["model_gflop_per_s"] / peaks[MATMUL_DTYPES[FLAGS.precision]], 3)
     print(json.dumps(record))
+
+
+def matmul_peak_gflops(dtype, n=2048, repeats=10):
+    """GFLOP/s (2 n^3 / median seconds) of an n x n @ n x n tf.matmul in `dtype` inside a
+    tf.function without XLA: one untimed call, then `repeats` timed ones."""
+    import numpy as np
+    import tensorflow as tf
+
+    # NumPy's generator, so TensorFlow's global random state is left as the model will find it.
+    a, b = (tf.cast(np.random.default_rng(i).standard_normal((n, n), np.float32), dtype)
+            for i in range(2))
+    matmul = tf.function(tf.matmul, jit_compile=False)
+    matmul(a, b).numpy()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        matmul(a, b).numpy()
+        times.append(time.perf_counter() - start)
+    return 2 * n ** 3 / statistics.median(times) / 1e9
 
 
 def _time(step, steps, warmup):
@@ -124,10 +167,11 @@ def _pretrain(config, jit_compile):
 
     model = ElectraPretrainer(config.model, objective)
     model.compile(optimizer=create_optimizer(config.optimizer), jit_compile=jit_compile)
-    compile_s, times = _time(lambda: model.train_on_batch(batch), FLAGS.steps, FLAGS.warmup)
+    step = lambda: model.train_on_batch(batch)
+    compile_s, times = _time(step, FLAGS.steps, FLAGS.warmup)
     flops = pretraining_step_flops(config.model, FLAGS.batch, FLAGS.seq, num_predictions,
                                    objective.electra_objective)
-    return _rates(times, compile_s, flops)
+    return {**_rates(times, compile_s, flops), **_profile(step)}
 
 
 def _rates(times, compile_s, flops):
@@ -136,6 +180,26 @@ def _rates(times, compile_s, flops):
             "tokens_per_s": round(FLAGS.batch * FLAGS.seq / median, 1),
             "sequences_per_s": round(FLAGS.batch / median, 2),
             "model_gflop_per_s": round(flops / median / 1e9, 1)}
+
+
+def _profile(step):
+    """{"profile": {category: op ms per step}} of --profile_steps calls of `step()` traced into
+    --profile, after printing the breakdown table; {} without --profile."""
+    if not FLAGS.profile:
+        return {}
+    import tensorflow as tf
+
+    from electra_tf.training.profile_breakdown import format_breakdown, op_breakdown
+
+    tf.profiler.experimental.start(FLAGS.profile)
+    try:
+        for _ in range(FLAGS.profile_steps):
+            step()
+    finally:
+        tf.profiler.experimental.stop()
+    rows = op_breakdown(FLAGS.profile, FLAGS.profile_steps)
+    print(format_breakdown(rows))
+    return {"profile": {row.category: round(row.ms_per_step, 2) for row in rows}}
 
 
 def _pair_inputs(vocab_size):
@@ -162,9 +226,10 @@ def _finetune(model, config, labels, jit_compile):
     model.compile(optimizer=create_optimizer(optimizer_config, config.model.num_layers),
                   jit_compile=jit_compile)
     inputs = _pair_inputs(config.model.vocab_size)
-    compile_s, times = _time(lambda: model.train_on_batch(inputs, labels), FLAGS.steps, FLAGS.warmup)
+    step = lambda: model.train_on_batch(inputs, labels)
+    compile_s, times = _time(step, FLAGS.steps, FLAGS.warmup)
     flops = 3 * FLAGS.batch * FLAGS.seq * encoder_flops_per_token(config.model, FLAGS.seq)
-    return _rates(times, compile_s, flops)
+    return {**_rates(times, compile_s, flops), **_profile(step)}
 
 
 def _classify(config, jit_compile):
@@ -212,13 +277,15 @@ def _infer(config):
         export_classifier(model, directory, task="benchmark", label_names=("a", "b", "c"),
                           with_examples=False)
         serve = tf.saved_model.load(directory).signatures["serving_default"]
-        compile_s, times = _time(lambda: serve(**inputs)["logits"].numpy(), FLAGS.steps,
-                                 FLAGS.warmup)
+        step = lambda: serve(**inputs)["logits"].numpy()
+        compile_s, times = _time(step, FLAGS.steps, FLAGS.warmup)
+        profile = _profile(step)
     flops = FLAGS.batch * FLAGS.seq * encoder_flops_per_token(config.model, FLAGS.seq)
     record = _rates(times, compile_s, flops)
     record.update(latency_p50_ms=round(1000 * times[len(times) // 2], 2),
                   latency_p99_ms=round(1000 * times[min(len(times) - 1,
-                                                         int(0.99 * len(times)))], 2))
+                                                         int(0.99 * len(times)))], 2),
+                  **profile)
     return record
 
 

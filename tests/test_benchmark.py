@@ -1,6 +1,7 @@
 """The benchmark commands run end to end and print their JSON lines."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -8,7 +9,8 @@ import pytest
 
 from electra_tf.config import load_config
 from electra_tf.training.flops import pretraining_step_flops
-from tests.run_helpers import run_in_process
+from electra_tf.training.profile_breakdown import format_breakdown, op_breakdown
+from tests.run_helpers import _own_flags, run_in_process
 
 
 def test_flop_count_of_electra_small():
@@ -54,6 +56,111 @@ def test_finetuning_benchmarks_print_a_json_line(task, seq, steps):
     assert record["model_gflop_per_s"] > 0
     if task == "infer":
         assert record["latency_p99_ms"] >= record["latency_p50_ms"] > 0
+
+
+def test_matmul_peak_probe_measures_float32_and_bfloat16():
+    with _own_flags("electra_tf.benchmark") as benchmark:  # its flags only for the import
+        for dtype in ("float32", "bfloat16"):
+            assert benchmark.matmul_peak_gflops(dtype, n=128, repeats=2) > 0
+
+
+@pytest.mark.slow
+def test_benchmark_reports_its_fraction_of_the_matmul_peak():
+    record = _json_lines("electra_tf.benchmark", "--size", "tiny", "--batch", "8", "--seq", "32",
+                         "--steps", "1", "--warmup", "0", "--precision", "bf16", "--peak",
+                         "--peak_size", "128", own_process=False)[-1]
+    peaks = record["peak_gflop_per_s"]
+    assert set(peaks) == {"float32", "bfloat16"} and min(peaks.values()) > 0
+    assert record["model_gflop_per_s"] > 0
+    assert record["fraction_of_peak"] == pytest.approx(
+        record["model_gflop_per_s"] / peaks["bfloat16"], abs=5e-4)
+
+
+@pytest.mark.slow
+def test_benchmark_profile_prints_the_op_time_breakdown(tmp_path):
+    result = run_in_process(["--size", "tiny", "--batch", "4", "--seq", "16", "--steps", "1",
+                             "--warmup", "0", "--profile", tmp_path, "--profile_steps", "2"],
+                            module="electra_tf.benchmark")
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.strip().splitlines()
+    profile = json.loads(lines[-1])["profile"]  # the JSON line stays the last one
+    assert "| category | ms/step (op time) |" in result.stdout
+    (total_line,) = [line for line in lines if line.startswith("| total |")]
+    total = float(total_line.split("|")[2])
+    assert profile["matmul"] > 0
+    assert sum(profile.values()) == pytest.approx(total, abs=0.01 * len(profile))
+    assert profile.get("other", 0) < 0.2 * total
+
+
+def _write_trace(directory, events):
+    """An .xplane.pb in `directory` whose /host:CPU plane's tf_Compute line holds `events`
+    [(label, duration in ms)], beside a line and a plane the breakdown must ignore."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    device = space.planes.add(name="/device:GPU:0")
+    host = space.planes.add(name="/host:CPU")
+    python_line = host.lines.add(name="benchmark.py")
+    compute = host.lines.add(name="tf_Compute/123")
+    for index, (label, ms) in enumerate(events, start=1):
+        host.event_metadata[index].id = index
+        host.event_metadata[index].name = label
+        for line in (compute, python_line):
+            line.events.add(metadata_id=index, duration_ps=int(ms * 1e9))
+        device.event_metadata[index].name = label
+        device.lines.add(name="tf_Compute/1").events.add(metadata_id=index, duration_ps=10**12)
+    os.makedirs(directory)
+    with open(os.path.join(directory, "host.xplane.pb"), "wb") as f:
+        f.write(space.SerializeToString())
+
+
+def test_op_breakdown_sums_op_time_per_category_of_the_newest_trace(tmp_path):
+    _write_trace(tmp_path / "plugins/profile/old", [("old/MatMul:MatMul", 1000.0)])
+    os.utime(tmp_path / "plugins/profile/old/host.xplane.pb", (0, 0))
+    _write_trace(tmp_path / "plugins/profile/new", [
+        ("gradient_tape/discriminator/layer_3/MatMul/MatMul:_MklMatMul", 6.0),
+        ("discriminator/layer_0/MatMul:_MklNativeFusedMatMul", 2.0),
+        ("generator/layer_1/dropout_1/StatelessRandomUniformV2:StatelessRandomUniformV2", 3.0),
+        ("gradient_tape/generator/layer_1/feedforward_dropout/stateless_dropout/SelectV2:SelectV2",
+         1.0),
+        ("gradient_tape/discriminator/layer_1/Gelu/mul/Mul:Mul", 2.0),
+        ("discriminator/layer_1/self_attention_layer_norm/SquaredDifference:SquaredDifference",
+         1.0),
+        ("discriminator/layer_1/Softmax:_MklSoftmax", 0.4),
+        ("SparseSoftmaxCrossEntropyWithLogits/x:SparseSoftmaxCrossEntropyWithLogits", 0.8),
+        ("ArgMax:ArgMax", 0.2),  # outside every name scope: the train step's sampling
+        ("adam_weight_decay/Square_3:Square", 1.2),
+        ("adam_weight_decay/AssignSubVariableOp_4:AssignSubVariableOp", 0.6),
+        ("adam_weight_decay/Sum_3/input:UnsortedSegmentSum", 0.5),  # the type decides first
+        ("clip_by_global_norm/mul:Mul", 0.3),
+        ("gradient_tape/discriminator/layer_1/BiasAdd/BiasAddGrad:BiasAddGrad", 0.7),
+        ("gradient_tape/generator_predictions/word_embeddings/transpose/transpose:_MklTranspose",
+         0.9),
+        ("AddN_7:AddN", 0.1),  # the tape's sum of two gradients
+        ("AddN/tmp_var_accum_0:AssignAdd", 0.05),
+        ("discriminator/embeddings/AddN:AddN", 0.1),  # grappler's sum of three embeddings
+        ("AssignVariableOp_3:AssignVariableOp", 0.05),
+        ("discriminator/layer_1/concat:ConcatV2", 0.1),
+        ("Threadpool::Enqueue:Threadpool", 50.0),  # not ops: skipped
+        ("ExecutorState::Process:ExecutorState", 50.0),
+        ("EagerExecute", 50.0),
+    ])
+    rows = op_breakdown(str(tmp_path), steps=2)
+    assert {row.category: row.ms_per_step for row in rows} == pytest.approx({
+        "matmul": 4.0, "dropout (random numbers, masks)": 2.0, "GELU": 1.0, "LayerNorm": 0.5,
+        "attention softmax and masking": 0.2, "loss and sampling": 0.5,
+        "optimizer update": 0.9, "embeddings (gather and gradient)": 0.3,
+        "gradient clipping": 0.15, "bias gradients": 0.35, "transposes": 0.45,
+        "gradient sums (AddN)": 0.075, "metrics": 0.025, "other": 0.05})
+    assert [row.category for row in rows[:3]] == ["matmul", "dropout (random numbers, masks)",
+                                                  "GELU"]
+    assert sum(row.share for row in rows) == pytest.approx(1.0)
+    assert rows[0].share == pytest.approx(8.0 / 21.0)
+    assert [(op_type, round(ms, 9)) for op_type, ms in rows[0].top_op_types] == [
+        ("_MklMatMul", 3.0), ("_MklNativeFusedMatMul", 1.0)]
+    table = format_breakdown(rows)
+    assert "| matmul | 4.00 | 38.1% | _MklMatMul 3.0, _MklNativeFusedMatMul 1.0 |" in table
+    assert table.splitlines()[-1] == "| total | 10.50 | 100% | |"
 
 
 @pytest.mark.slow

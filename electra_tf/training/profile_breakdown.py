@@ -1,0 +1,146 @@
+"""Op time per category from a TensorFlow profiler trace (what `benchmark --profile` prints).
+
+The trace's /host:CPU plane has one event per executed TensorFlow op on its tf_Compute lines,
+named "<op name>:<op type>", e.g. `gradient_tape/discriminator/layer_3/Gelu/mul/Mul:Mul`. A
+gradient op keeps its forward op's name under `gradient_tape/`, so it lands in the forward
+op's category (GELU's gradient is GELU). Each op gets the first category whose op types match
+(a substring of the op type), and only when none does, the first whose name substrings match:
+
+  by op type
+    matmul                            MatMul (_MklMatMul, _MklNativeFusedMatMul, BatchMatMul...),
+                                      Einsum
+    loss and sampling                 SoftmaxCrossEntropy (before Softmax, which it contains)
+    attention softmax and masking     Softmax (_MklSoftmax)
+    dropout (random numbers, masks)   StatelessRandom, RandomUniform
+    embeddings (gather and gradient)  Gather, UnsortedSegmentSum (a gather's gradient, densified)
+    optimizer update                  ApplyAdam, AssignSubVariableOp
+    transposes                        Transpose (_MklTranspose)
+    casts                             Cast
+    bias gradients                    BiasAddGrad
+  by op name
+    dropout (random numbers, masks)   dropout (keras' stateless_dropout: compare, select, scale)
+    GELU                              Gelu, gelu
+    LayerNorm                         layer_norm, LayerNorm
+    loss and sampling                 SoftmaxCrossEntropy
+    attention softmax and masking     Softmax, attention
+    embeddings (gather and gradient)  embeddings
+    optimizer update                  adam_weight_decay (the optimizer's name scope)
+    gradient clipping                 clip_by_global_norm, global_norm
+    loss and sampling                 sampling, loss
+    metrics                           metric, accuracy, Assign (the optimizer's own assignments
+                                      matched above; what is left updates metric variables)
+  outside every name scope (gradient_tape/ aside)
+    gradient sums (AddN)              names starting with AddN: backprop adding the gradients of
+                                      a tensor used twice (residual branches, tied embeddings)
+    loss and sampling                 the rest: the train step's own code, e.g. the generator's
+                                      sampling
+  anything else: other
+
+Keras' `global_clipnorm` computes the global norm inside the optimizer's name scope without one
+of its own, so in these models clipping counts as "optimizer update"; the clipping rule is for
+tf.clip_by_global_norm. The transformer layer's own ops outside its sublayers (residual adds,
+the attention's reshapes, scaling and padding bias) are "other".
+"""
+
+import collections
+import glob
+import os
+
+TYPE_RULES = [
+    ("matmul", ("MatMul", "Einsum")),
+    ("loss and sampling", ("SoftmaxCrossEntropy",)),
+    ("attention softmax and masking", ("Softmax",)),
+    ("dropout (random numbers, masks)", ("StatelessRandom", "RandomUniform")),
+    ("embeddings (gather and gradient)", ("Gather", "UnsortedSegmentSum")),
+    ("optimizer update", ("ApplyAdam", "AssignSubVariableOp")),
+    ("transposes", ("Transpose",)),
+    ("casts", ("Cast",)),
+    ("bias gradients", ("BiasAddGrad",)),
+]
+NAME_RULES = [
+    ("dropout (random numbers, masks)", ("dropout",)),
+    ("GELU", ("Gelu", "gelu")),
+    ("LayerNorm", ("layer_norm", "LayerNorm")),
+    ("loss and sampling", ("SoftmaxCrossEntropy",)),
+    ("attention softmax and masking", ("Softmax", "attention")),
+    ("embeddings (gather and gradient)", ("embeddings",)),
+    ("optimizer update", ("adam_weight_decay",)),
+    ("gradient clipping", ("clip_by_global_norm", "global_norm")),
+    ("loss and sampling", ("sampling", "loss")),
+    ("metrics", ("metric", "accuracy", "Assign")),
+]
+Row = collections.namedtuple("Row", "category ms_per_step share top_op_types")
+
+
+def categorize(name, op_type):
+    """The category of the op `name` of type `op_type` (the module docstring's rules)."""
+    for rules, text in ((TYPE_RULES, op_type), (NAME_RULES, name)):
+        for category, substrings in rules:
+            if any(s in text for s in substrings):
+                return category
+    unscoped = name.removeprefix("gradient_tape/")
+    if unscoped.startswith("AddN"):  # the tape's; forward AddN ops (grappler's) have scopes
+        return "gradient sums (AddN)"
+    if "/" not in unscoped:
+        return "loss and sampling"
+    return "other"
+
+
+def op_events(path):
+    """(op name, op type, duration in picoseconds) of each op executed in the trace at `path`
+    (an .xplane.pb file): the events of the /host:CPU plane's tf_Compute lines."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    with open(path, "rb") as f:
+        space.ParseFromString(f.read())
+    for plane in space.planes:
+        if plane.name != "/host:CPU":
+            continue
+        for line in plane.lines:
+            if not line.name.startswith("tf_Compute"):
+                continue
+            for event in line.events:
+                label = plane.event_metadata[event.metadata_id].name
+                if ":" not in label or label.startswith(("Threadpool", "ExecutorState")):
+                    continue
+                name, _, op_type = label.rpartition(":")
+                yield name, op_type, event.duration_ps
+
+
+def newest_trace(logdir):
+    """Path of the newest .xplane.pb under `logdir`/plugins/profile/ (a directory per trace)."""
+    paths = glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb"))
+    if not paths:
+        raise FileNotFoundError(f"no profiler trace under {logdir}/plugins/profile")
+    return max(paths, key=os.path.getmtime)
+
+
+def op_breakdown(logdir, steps):
+    """[Row(category, ms_per_step, share, top_op_types)] of the newest trace in `logdir`, the
+    largest category first: op time per step (summed over ops, `steps` steps traced), its share
+    of all op time, and the category's three largest op types as [(op type, ms per step)]."""
+    by_type = collections.defaultdict(collections.Counter)  # category -> op type -> ps
+    for name, op_type, duration_ps in op_events(newest_trace(logdir)):
+        by_type[categorize(name, op_type)][op_type] += duration_ps
+    totals = {category: sum(types.values()) for category, types in by_type.items()}
+    total = sum(totals.values()) or 1
+    per_step_ms = 1e-9 / steps  # picoseconds over all steps -> milliseconds per step
+    return [Row(category, ps * per_step_ms, ps / total,
+                [(t, t_ps * per_step_ms) for t, t_ps in by_type[category].most_common(3)])
+            for category, ps in sorted(totals.items(), key=lambda item: -item[1])]
+
+
+def format_breakdown(rows):
+    """`rows` (op_breakdown's) as a Markdown table with a caption and a total line."""
+    caption = ("Op time per step by category. Independent ops run concurrently on TensorFlow's "
+               "inter-op threads (by default one per core), so op time summed can exceed "
+               "the step's wall time; shares are of summed op time.")
+    lines = [caption, "",
+             "| category | ms/step (op time) | share of op time | top op types (ms/step) |",
+             "|---|---:|---:|---|"]
+    for row in rows:
+        top = ", ".join(f"{op_type} {ms:.1f}" for op_type, ms in row.top_op_types)
+        lines.append(f"| {row.category} | {row.ms_per_step:.2f} | {row.share:.1%} | {top} |")
+    lines.append(f"| total | {sum(row.ms_per_step for row in rows):.2f} | 100% | |")
+    return "\n".join(lines)
