@@ -1,6 +1,9 @@
 """Activation lookup: exact erf GELU by default, as in the original and Hugging Face."""
 
+import math
+
 import keras
+import tensorflow as tf
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -14,3 +17,21 @@ def get_activation(name):
     if name == "gelu_approximate":
         return gelu_approximate
     return keras.activations.get(name)  # Keras' "gelu" is the exact erf form
+
+
+@tf.custom_gradient
+def gelu_with_analytic_gradient(x):
+    """Exact GELU, x * Phi(x), with its derivative Phi(x) + x * phi(x) written out: the same
+    values as `keras.activations.gelu`, in fewer ops than autodiff's chain through erfc (the
+    training step's GELU costs about a third less). Computed in float32 also for bfloat16
+    inputs, whose erfc and exp kernels cost more than the two casts. Used in training only:
+    IdentityN, which `tf.custom_gradient` adds, would keep oneDNN from fusing the GELU into the
+    matmul of an exported model."""
+    x32 = tf.cast(x, tf.float32)
+    cdf = 0.5 * tf.math.erfc(x32 * -math.sqrt(0.5))
+
+    def gradient(upstream):
+        pdf = tf.exp(-0.5 * tf.square(x32)) * (1.0 / math.sqrt(2.0 * math.pi))
+        return tf.cast(tf.cast(upstream, tf.float32) * (cdf + x32 * pdf), x.dtype)
+
+    return tf.cast(x32 * cdf, x.dtype), gradient

@@ -1,7 +1,11 @@
-"""The post-LN BERT block: keras-hub's TransformerEncoder with a separate attention dropout."""
+"""The post-LN BERT block: keras-hub's TransformerEncoder with a separate attention dropout and a
+faster forward pass over the same variables."""
 
 import keras
 import keras_hub
+import tensorflow as tf
+
+from electra_tf.models.activations import gelu_with_analytic_gradient
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -9,6 +13,16 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
     """keras-hub's TransformerEncoder (post-LN), with its own attention-probability dropout rate.
 
     Call: `inputs` [batch, seq, H], `padding_mask` [batch, seq] (1 = real token) -> [batch, seq, H].
+
+    The variables, their names and the sublayers are keras-hub's (so checkpoints and weight
+    conversions see the same structure), but the padding-mask-only call computes the block as
+    2-D matmuls over [batch * seq, H] with a plain bias add, and adds the padding bias to the
+    attention scores. keras's MultiHeadAttention runs each projection as a broadcast einsum
+    whose kernel gradient is a batched matmul followed by a sum over the batch, masks with two
+    `where`s, and Dense on 3-D inputs reshapes around every matmul; the 2-D form lets oneDNN
+    fuse bias and GELU into the matmul when serving (README, Performance). The maths is
+    keras-hub's (tested against its call, with gradients); an explicit `attention_mask` or
+    `return_attention_scores` takes keras-hub's path.
     """
 
     def __init__(self, intermediate_dim, num_heads, dropout=0.1, attention_dropout=0.1,
@@ -22,17 +36,86 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
 
     def build(self, inputs_shape):
         # keras-hub uses one `dropout` rate for both the attention probabilities and the residual
-        # branches; ELECTRA configures them separately, so build the attention with its own rate
-        # and set the two residual dropouts back to the hidden rate.
-        hidden_dropout, self.dropout = self.dropout, self.attention_dropout
+        # branches; ELECTRA configures them separately. Build all three with a positive rate
+        # when either is (a Dropout made with rate 0 has no seed generator and fails once given
+        # a positive one), then set each to its own rate.
+        hidden_dropout, self.dropout = self.dropout, self.attention_dropout or self.dropout
         try:
             super().build(inputs_shape)
         finally:
             self.dropout = hidden_dropout
+        attention = self._self_attention_layer
+        attention._dropout = attention._dropout_layer.rate = self.attention_dropout
         self._self_attention_dropout.rate = hidden_dropout
         self._feedforward_dropout.rate = hidden_dropout
+
+    def call(self, inputs, padding_mask=None, attention_mask=None, training=None,
+             return_attention_scores=False):
+        if attention_mask is not None or return_attention_scores or self.normalize_first:
+            return super().call(inputs, padding_mask=padding_mask, attention_mask=attention_mask,
+                                training=training,
+                                return_attention_scores=return_attention_scores)
+        shape = tf.shape(inputs)
+        hidden = inputs.shape[-1]
+        x = tf.reshape(inputs, [-1, hidden])  # [batch * seq, H]
+        with tf.name_scope("attention"):  # scopes name the ops in a profile
+            attended = self._attention(x, shape[0], shape[1], padding_mask, training)
+        x = self._self_attention_layer_norm(
+            x + self._self_attention_dropout(attended, training=training))
+        intermediate_dense = self._feedforward_intermediate_dense
+        output_dense = self._feedforward_output_dense
+        activation = intermediate_dense.activation
+        if training and activation is keras.activations.gelu:
+            activation = gelu_with_analytic_gradient
+        intermediate = _dense(x, intermediate_dense.kernel, intermediate_dense.bias)
+        with tf.name_scope(activation.__name__):
+            intermediate = activation(intermediate)
+        output = _dense(intermediate, output_dense.kernel, output_dense.bias)
+        x = self._feedforward_layer_norm(x + self._feedforward_dropout(output, training=training))
+        return tf.reshape(x, shape)
+
+    def _attention(self, x, batch, seq, padding_mask, training):
+        """Self-attention of `x` [batch * seq, H] -> [batch * seq, H], keras's maths: queries
+        scaled by 1/sqrt(head size), -1e9 on the scores of padding keys."""
+        attention = self._self_attention_layer
+        heads, head_size = attention.num_heads, attention.key_dim
+        hidden = heads * head_size
+        projections = (attention._query_dense, attention._key_dense, attention._value_dense)
+        query, key, value = [self._heads(x, p, batch, seq) for p in projections]
+        scores = tf.matmul(query * tf.cast(attention._inverse_sqrt_key_dim, query.dtype), key,
+                           transpose_b=True)  # [batch, heads, seq, seq]
+        if padding_mask is not None:  # an added bias, not keras's tf.where: no gradient op
+            scores += _padding_bias(padding_mask, scores.dtype)
+        probabilities = attention._dropout_layer(tf.nn.softmax(scores), training=training)
+        context = tf.matmul(probabilities, value)  # [batch, heads, seq, d]
+        context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, hidden])
+        output = attention._output_dense
+        return _dense(context, tf.reshape(output.kernel, [hidden, -1]), output.bias)
+
+    def _heads(self, x, projection, batch, seq):
+        """x [batch * seq, H] through a query/key/value EinsumDense -> [batch, heads, seq, d]."""
+        heads, head_size = projection.kernel.shape[1:]
+        hidden = heads * head_size
+        y = _dense(x, tf.reshape(projection.kernel, [-1, hidden]),
+                   tf.reshape(projection.bias, [hidden]))
+        return tf.transpose(tf.reshape(y, [batch, seq, heads, head_size]), [0, 2, 1, 3])
 
     def get_config(self):
         config = super().get_config()
         config["attention_dropout"] = self.attention_dropout
         return config
+
+
+def _dense(x, kernel, bias):
+    """x [n, in] @ kernel [in, out] + bias [out], cast to x's dtype (mixed precision)."""
+    return tf.nn.bias_add(tf.matmul(x, tf.cast(kernel, x.dtype)), tf.cast(bias, x.dtype))
+
+
+def _padding_bias(padding_mask, dtype):
+    """[batch, seq] (1 = real token) -> [batch, 1, 1, seq]: 0 for real keys, -1e9 for padding
+    (-3e4 in float16), keras's value. Added to the scores, it zeroes padding in the softmax;
+    unlike keras's second `where`, a row with no real key at all gets uniform weights, as in the
+    original (such rows are only ever all-padding examples, which every loss ignores)."""
+    large = 3e4 if dtype == tf.float16 else 1e9
+    mask = tf.cast(padding_mask, dtype)[:, None, None, :]
+    return (mask + tf.cast(-1.0, dtype)) * tf.cast(large, dtype)  # AddV2, not Sub: an allowed op

@@ -222,6 +222,75 @@ def test_transformer_padding_does_not_leak():
     assert np.abs(a[0, :4] - c[0, :4]).max() > 1e-3
 
 
+def _keras_hub_call(layer, x, mask, training):
+    """The same layer through keras-hub's own TransformerEncoder.call (keras MultiHeadAttention,
+    Dense on 3-D inputs), which TransformerLayer's padding-mask path replaces for speed."""
+    import keras_hub
+    return keras_hub.layers.TransformerEncoder.call(layer, x, padding_mask=mask, training=training)
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_transformer_fast_path_matches_keras_hub_call_and_gradients(training):
+    # Dropout 0 so that training=True compares the training graph (GELU with its written-out
+    # derivative) rather than random masks.
+    layer = TransformerLayer(64, 4, dropout=0.0, attention_dropout=0.0,
+                             activation=get_activation("gelu"))
+    x = tf.random.stateless_normal([3, 7, 32], seed=[8, 0])
+    mask = tf.constant([[1] * 7, [1, 1, 1, 1, 0, 0, 0], [1, 1, 0, 0, 0, 0, 0]])
+    layer(x, padding_mask=mask)
+    results = []
+    for call in (layer, lambda x, padding_mask, training: _keras_hub_call(layer, x, padding_mask,
+                                                                          training)):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            out = call(x, padding_mask=mask, training=training)
+            loss = tf.reduce_sum(out * tf.sin(out))
+        results.append([out] + tape.gradient(loss, [x] + layer.trainable_variables))
+    for fast, reference in zip(*results):
+        np.testing.assert_allclose(fast.numpy(), reference.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_transformer_fast_path_under_mixed_bfloat16():
+    keras.mixed_precision.set_dtype_policy("mixed_bfloat16")
+    try:
+        layer = TransformerLayer(64, 4, dropout=0.0, attention_dropout=0.0)
+        x = tf.cast(tf.random.stateless_normal([2, 6, 32], seed=[9, 0]), tf.bfloat16)
+        mask = tf.constant([[1] * 6, [1, 1, 1, 0, 0, 0]])
+        out = layer(x, padding_mask=mask, training=True)
+        reference = _keras_hub_call(layer, x, mask, training=True)
+    finally:
+        keras.mixed_precision.set_dtype_policy("float32")
+    assert out.dtype == tf.bfloat16 and layer.kernel_initializer is not None
+    np.testing.assert_allclose(tf.cast(out, tf.float32).numpy(),
+                               tf.cast(reference, tf.float32).numpy(), atol=0.1)
+
+
+def test_transformer_hidden_dropout_without_attention_dropout():
+    # A Dropout built with rate 0 has no seed generator; this configuration used to fail.
+    layer = TransformerLayer(32, 2, dropout=0.3, attention_dropout=0.0)
+    x = tf.random.stateless_normal([2, 6, 16], seed=[10, 0])
+    trained = layer(x, training=True).numpy()
+    assert layer._self_attention_layer.dropout == 0.0
+    assert np.abs(trained - layer(x, training=False).numpy()).max() > 1e-3
+
+
+def test_gelu_with_analytic_gradient_matches_autodiff():
+    from electra_tf.models.activations import gelu_with_analytic_gradient
+
+    # bfloat16 inputs are computed in float32 and rounded once: within half a bfloat16 ulp
+    # (2^-9 relative) of float32 autodiff on the same inputs.
+    for dtype, rtol in ((tf.float32, 1e-6), (tf.bfloat16, 2.0 ** -8)):
+        x = tf.cast(tf.linspace(-9.0, 9.0, 2001), dtype)
+        x32 = tf.cast(x, tf.float32)
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch([x, x32])
+            ours, reference = gelu_with_analytic_gradient(x), tf.nn.gelu(x32, approximate=False)
+        for a, b in ((ours, reference), (tape.gradient(ours, x), tape.gradient(reference, x32))):
+            assert a.dtype == dtype
+            np.testing.assert_allclose(tf.cast(a, tf.float32).numpy(), b.numpy(), rtol=rtol,
+                                       atol=1e-6)
+
+
 # ----------------------------------------------------------------------------------------------
 # ElectraEncoder
 # ----------------------------------------------------------------------------------------------
