@@ -66,6 +66,11 @@ flags.DEFINE_integer("peak_size", 2048, "n of the n x n @ n x n matmul of --peak
 flags.DEFINE_string("profile", None, "Trace --profile_steps more steps with the TensorFlow "
                     "profiler into this directory and print the op time per category.")
 flags.DEFINE_integer("profile_steps", 3, "Steps traced with --profile.")
+flags.DEFINE_bool("against_keras_hub_layers", False, "pretrain and infer: also time the same "
+                  "model with keras-hub's own TransformerEncoder.call in every block (the "
+                  "transformer before its faster call), alternating step by step with ours in "
+                  "one process, so that the machine's drift hits both alike; adds "
+                  "`keras_hub_layers` and `speedup_vs_keras_hub_layers` to the line.")
 
 POLICIES = {"float32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 MATMUL_DTYPES = {"float32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -143,6 +148,38 @@ def _time(step, steps, warmup):
     return compile_s, sorted(times)
 
 
+def _time_against_keras_hub_layers(step, baseline_step, flops):
+    """`step` and `baseline_step` timed alternately, one call of each per round after their
+    compilation and warmup: ((compile seconds, sorted times) of `step`, {"keras_hub_layers":
+    the baseline's rates, "speedup_vs_keras_hub_layers": its median over ours})."""
+    compile_s, _ = _time(step, 0, FLAGS.warmup)
+    baseline_compile_s, _ = _time(baseline_step, 0, FLAGS.warmup)
+    times, baseline_times = [], []
+    for _ in range(FLAGS.steps):
+        for function, record in ((step, times), (baseline_step, baseline_times)):
+            start = time.perf_counter()
+            function()
+            record.append(time.perf_counter() - start)
+    baseline = _rates(sorted(baseline_times), baseline_compile_s, flops)
+    speedup = statistics.median(baseline_times) / statistics.median(times)
+    return (compile_s, sorted(times)), {"keras_hub_layers": baseline,
+                                        "speedup_vs_keras_hub_layers": round(speedup, 3)}
+
+
+def with_keras_hub_layers(model):
+    """`model` with every TransformerLayer computing keras-hub's TransformerEncoder.call (keras
+    MultiHeadAttention and Dense; the block before its faster call) instead of its own. Same
+    variables and maths; set before the model is first traced."""
+    import keras_hub
+
+    from electra_tf.models.transformer import TransformerLayer
+
+    for layer in model._flatten_layers():
+        if isinstance(layer, TransformerLayer):
+            layer.call = keras_hub.layers.TransformerEncoder.call.__get__(layer)
+    return model
+
+
 def _pretrain(config, jit_compile):
     import numpy as np
     import tensorflow as tf
@@ -165,13 +202,21 @@ def _pretrain(config, jit_compile):
                                            objective.mask_token_id])
     batch.update(input_mask=tf.constant(mask), segment_ids=tf.zeros_like(ids))
 
-    model = ElectraPretrainer(config.model, objective)
-    model.compile(optimizer=create_optimizer(config.optimizer), jit_compile=jit_compile)
-    step = lambda: model.train_on_batch(batch)
-    compile_s, times = _time(step, FLAGS.steps, FLAGS.warmup)
+    def training_step(model):
+        model.compile(optimizer=create_optimizer(config.optimizer), jit_compile=jit_compile)
+        return lambda: model.train_on_batch(batch)
+
+    step = training_step(ElectraPretrainer(config.model, objective))
     flops = pretraining_step_flops(config.model, FLAGS.batch, FLAGS.seq, num_predictions,
                                    objective.electra_objective)
-    return {**_rates(times, compile_s, flops), **_profile(step)}
+    baseline = {}
+    if FLAGS.against_keras_hub_layers:
+        baseline_step = training_step(with_keras_hub_layers(
+            ElectraPretrainer(config.model, objective)))
+        (compile_s, times), baseline = _time_against_keras_hub_layers(step, baseline_step, flops)
+    else:
+        compile_s, times = _time(step, FLAGS.steps, FLAGS.warmup)
+    return {**_rates(times, compile_s, flops), **baseline, **_profile(step)}
 
 
 def _rates(times, compile_s, flops):
@@ -271,17 +316,27 @@ def _infer(config):
     from electra_tf.export.classifier import export_classifier
     from electra_tf.models.classifier import ElectraClassifier
 
-    model = ElectraClassifier(config.model, num_labels=3)
     inputs = {k: tf.constant(v) for k, v in _pair_inputs(config.model.vocab_size).items()}
-    with tempfile.TemporaryDirectory() as directory:
+    flops = FLAGS.batch * FLAGS.seq * encoder_flops_per_token(config.model, FLAGS.seq)
+
+    def serving_step(model, directory):
         export_classifier(model, directory, task="benchmark", label_names=("a", "b", "c"),
                           with_examples=False)
         serve = tf.saved_model.load(directory).signatures["serving_default"]
-        step = lambda: serve(**inputs)["logits"].numpy()
-        compile_s, times = _time(step, FLAGS.steps, FLAGS.warmup)
+        return lambda: serve(**inputs)["logits"].numpy()
+
+    with tempfile.TemporaryDirectory() as directory:
+        step = serving_step(ElectraClassifier(config.model, num_labels=3), f"{directory}/ours")
+        baseline = {}
+        if FLAGS.against_keras_hub_layers:
+            baseline_step = serving_step(with_keras_hub_layers(
+                ElectraClassifier(config.model, num_labels=3)), f"{directory}/keras_hub")
+            (compile_s, times), baseline = _time_against_keras_hub_layers(
+                step, baseline_step, flops)
+        else:
+            compile_s, times = _time(step, FLAGS.steps, FLAGS.warmup)
         profile = _profile(step)
-    flops = FLAGS.batch * FLAGS.seq * encoder_flops_per_token(config.model, FLAGS.seq)
-    record = _rates(times, compile_s, flops)
+    record = {**_rates(times, compile_s, flops), **baseline}
     record.update(latency_p50_ms=round(1000 * times[len(times) // 2], 2),
                   latency_p99_ms=round(1000 * times[min(len(times) - 1,
                                                          int(0.99 * len(times)))], 2),

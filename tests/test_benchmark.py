@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -44,6 +45,8 @@ def test_benchmark_prints_a_json_line():
     assert {"impl", "size", "batch", "seq", "median_step_s", "tokens_per_s",
             "model_gflop_per_s"} <= set(record)
     assert record["batch"] == 4 and record["seq"] == 16 and record["tokens_per_s"] > 0
+    # By default the line carries the machine's float32 matmul peak and the step's share of it.
+    assert record["peak_gflop_per_s"]["float32"] > 0 and record["fraction_of_peak"] > 0
 
 
 @pytest.mark.slow
@@ -90,6 +93,43 @@ def test_benchmark_profile_prints_the_op_time_breakdown(tmp_path):
     assert profile["matmul"] > 0
     assert sum(profile.values()) == pytest.approx(total, abs=0.01 * len(profile))
     assert profile.get("other", 0) < 0.2 * total
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["pretrain", "infer"])
+def test_benchmark_against_keras_hub_layers(task):
+    record = _json_lines("electra_tf.benchmark", "--task", task, "--size", "tiny", "--batch", "2",
+                         "--seq", "16", "--steps", "3", "--warmup", "0", "--nopeak",
+                         "--against_keras_hub_layers", own_process=False)[-1]
+    baseline = record["keras_hub_layers"]
+    assert baseline["median_step_s"] > 0 and baseline["model_gflop_per_s"] > 0
+    # From tokens/s: a tiny model's median_step_s, rounded to 0.1 ms, is too coarse.
+    assert record["speedup_vs_keras_hub_layers"] == pytest.approx(
+        record["tokens_per_s"] / baseline["tokens_per_s"], rel=0.01)
+
+
+def test_with_keras_hub_layers_runs_keras_hub_attention_with_the_same_result():
+    import tensorflow as tf
+
+    from electra_tf.models.encoder import ElectraEncoder, make_embeddings
+
+    with _own_flags("electra_tf.benchmark") as benchmark:
+        config = load_config("model/tiny").model
+        inputs = (tf.constant([[5, 6, 7, 0]]), tf.constant([[1, 1, 1, 0]]), tf.zeros([1, 4], tf.int32))
+        ours = ElectraEncoder.from_model_config(config, make_embeddings(config))
+        ours(*inputs)
+        baseline = ElectraEncoder.from_model_config(config, make_embeddings(config))
+        baseline(*inputs)
+        baseline.set_weights(ours.get_weights())
+        benchmark.with_keras_hub_layers(baseline)
+
+        def runs_einsum_dense(encoder):  # keras MultiHeadAttention's query projection
+            graph = tf.function(encoder).get_concrete_function(*inputs).graph
+            return any(re.search(r"self_attention_layer(_\d+)?/query", op.name)
+                       for op in graph.get_operations())
+
+        assert runs_einsum_dense(baseline) and not runs_einsum_dense(ours)
+        tf.debugging.assert_near(ours(*inputs), baseline(*inputs), atol=1e-5)
 
 
 def _write_trace(directory, events):
