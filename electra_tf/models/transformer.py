@@ -81,7 +81,7 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
         heads, head_size = attention.num_heads, attention.key_dim
         hidden = heads * head_size
         projections = (attention._query_dense, attention._key_dense, attention._value_dense)
-        query, key, value = [self._heads(x, p, batch, seq) for p in projections]
+        query, key, value = [_split_heads(x, p, batch, seq) for p in projections]
         scores = tf.matmul(query * tf.cast(attention._inverse_sqrt_key_dim, query.dtype), key,
                            transpose_b=True)  # [batch, heads, seq, seq]
         if padding_mask is not None:  # an added bias, not keras's tf.where: no gradient op
@@ -92,14 +92,6 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
         output = attention._output_dense
         return _dense(context, tf.reshape(output.kernel, [hidden, -1]), output.bias)
 
-    def _heads(self, x, projection, batch, seq):
-        """x [batch * seq, H] through a query/key/value EinsumDense -> [batch, heads, seq, d]."""
-        heads, head_size = projection.kernel.shape[1:]
-        hidden = heads * head_size
-        y = _dense(x, tf.reshape(projection.kernel, [-1, hidden]),
-                   tf.reshape(projection.bias, [hidden]))
-        return tf.transpose(tf.reshape(y, [batch, seq, heads, head_size]), [0, 2, 1, 3])
-
     def get_config(self):
         config = super().get_config()
         config["attention_dropout"] = self.attention_dropout
@@ -109,6 +101,15 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
 def _dense(x, kernel, bias):
     """x [n, in] @ kernel [in, out] + bias [out], cast to x's dtype (mixed precision)."""
     return tf.nn.bias_add(tf.matmul(x, tf.cast(kernel, x.dtype)), tf.cast(bias, x.dtype))
+
+
+def _split_heads(x, projection, batch, seq):
+    """x [batch * seq, H] through a query/key/value EinsumDense -> [batch, heads, seq, d]."""
+    heads, head_size = projection.kernel.shape[1:]
+    hidden = heads * head_size
+    kernel, bias = tf.reshape(projection.kernel, [-1, hidden]), tf.reshape(projection.bias, [hidden])
+    y = _dense(x, kernel, bias)
+    return tf.transpose(tf.reshape(y, [batch, seq, heads, head_size]), [0, 2, 1, 3])
 
 
 def _padding_bias(padding_mask, dtype):
