@@ -107,8 +107,8 @@ def _split_heads(x, projection, batch, seq):
     """x [batch * seq, H] through a query/key/value EinsumDense -> [batch, heads, seq, d]."""
     heads, head_size = projection.kernel.shape[1:]
     hidden = heads * head_size
-    kernel, bias = tf.reshape(projection.kernel, [-1, hidden]), tf.reshape(projection.bias, [hidden])
-    y = _dense(x, kernel, bias)
+    y = _dense(x, tf.reshape(projection.kernel, [-1, hidden]),
+               tf.reshape(projection.bias, [hidden]))
     return tf.transpose(tf.reshape(y, [batch, seq, heads, head_size]), [0, 2, 1, 3])
 
 
