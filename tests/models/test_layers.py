@@ -250,6 +250,23 @@ def test_transformer_fast_path_matches_keras_hub_call_and_gradients(training):
         np.testing.assert_allclose(fast.numpy(), reference.numpy(), rtol=1e-5, atol=1e-5)
 
 
+def test_transformer_gelu_gradient_form_only_in_training():
+    """Training uses GELU with its written-out derivative; inference keeps the plain GELU that
+    oneDNN fuses into the matmul of an exported model (custom_gradient's IdentityN would not)."""
+    layer = TransformerLayer(64, 4, activation=get_activation("gelu"))
+    x = tf.random.stateless_normal([2, 5, 32], seed=[11, 0])
+    mask = tf.ones([2, 5], tf.int32)
+    layer(x, padding_mask=mask)
+
+    def op_types(training):
+        graph = tf.function(lambda x: layer(x, padding_mask=mask, training=training)
+                            ).get_concrete_function(x).graph
+        return {op.type for op in graph.get_operations()}
+
+    assert "IdentityN" in op_types(True) and "IdentityN" not in op_types(False)
+    assert "Erfc" in op_types(False)
+
+
 def test_transformer_fast_path_under_mixed_bfloat16():
     keras.mixed_precision.set_dtype_policy("mixed_bfloat16")
     try:
