@@ -3,9 +3,9 @@ r"""Pretrains ELECTRA: `python -m electra_tf.run_pretraining [flags]`.
 With no flags it runs a complete small demonstration on CPU: the documentation that ships with
 Python (standard-library module docstrings and pydoc topics) as the corpus, a WordPiece vocabulary
 learned from it, the tiny model, a few hundred steps with the discriminator's held-out AUC every
-100 steps; it writes TensorBoard events, checkpoints, the resolved config and a SavedModel of the
-discriminator under one run directory. `--config pretrain/mini` runs the larger CPU recipe on the
-same corpus.
+100 steps; it writes TensorBoard events (and curves.png, their plot), checkpoints, the resolved
+config and a SavedModel of the discriminator under one run directory. `--config pretrain/mini`
+runs the larger CPU recipe on the same corpus.
 
 Real runs:
   python -m electra_tf.run_pretraining --config configs/pretrain/electra_small.yaml \
@@ -92,6 +92,8 @@ def _print_summary(result) -> None:
               f"config:         {os.path.join(model_dir, 'config.yaml')}",
               f"checkpoint:     {result.checkpoint}",
               f"tensorboard:    tensorboard --logdir {os.path.join(model_dir, 'tensorboard')}"]
+    if result.curves:
+        lines.append(f"curves:         {result.curves}")
     if result.export_dir:
         lines.append(f"SavedModel:     {result.export_dir} (signature serving_default)")
     print("\n".join(lines), flush=True)

@@ -104,6 +104,7 @@ def test_sigterm_saves_and_exits_cleanly(fixture_data, tmp_path):
     step = int(latest.rsplit("-", 1)[1])
     assert 0 < step < 100000
     assert not (run_dir / "export").exists()
+    assert not (run_dir / "curves.png").exists()  # drawn when the run finishes, not before
 
 
 @pytest.mark.slow
@@ -187,6 +188,10 @@ def test_eval_data_is_evaluated_every_eval_every_steps(fixture_data, tmp_path):
     aucs = [float(part.split(" ")[0]) for part in summary.split(": ")[1].split(", ")]
     assert len(aucs) == 3 and all(0.0 <= auc <= 1.0 for auc in aucs)
     assert list((tmp_path / "run" / "tensorboard" / "heldout").glob("events.out.tfevents.*"))
+    # The training and held-out curves, drawn from those events at the end.
+    curves = tmp_path / "run" / "curves.png"
+    assert f"curves:         {curves}" in result.stdout.splitlines()
+    assert curves.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and curves.stat().st_size > 10_000
 
 
 def test_eval_data_smaller_than_a_batch_is_refused(fixture_data, tmp_path):

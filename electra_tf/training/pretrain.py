@@ -30,6 +30,7 @@ from electra_tf.errors import UserError
 from electra_tf.export import export_discriminator
 from electra_tf.models import ElectraPretrainer
 from electra_tf.training import callbacks, checkpointing, distribution
+from electra_tf.training.curves import plot_pretraining_curves
 from electra_tf.training.optimizer import create_optimizer
 
 DEFAULT_CONFIG = "pretrain/demo"
@@ -46,7 +47,9 @@ class PretrainResult:
 
     `status` is "finished" or "preempted" (SIGTERM: a checkpoint was saved; call again to go
     on). `last_metrics` holds the last progress line's training metrics, `held_out` the
-    (step, metrics) of every held-out evaluation. `model` is the trained `ElectraPretrainer`.
+    (step, metrics) of every held-out evaluation. `curves` is the PNG of the whole run's curves
+    drawn from its TensorBoard events (None when preempted, or without matplotlib). `model` is
+    the trained `ElectraPretrainer`.
     """
 
     model_dir: str
@@ -58,6 +61,7 @@ class PretrainResult:
     last_metrics: dict[str, float]
     held_out: list[tuple[int, dict[str, float]]]
     seconds: float
+    curves: str | None = None
     model: Any = dataclasses.field(repr=False, default=None)
 
 
@@ -169,8 +173,8 @@ def pretrain(*, config: str | None = None, data: str | None = None,
         run.eval_every_steps steps and at the end (the demo holds out every 10th document).
       vocab_file: vocab.txt the data was built with; checked against the data's metadata.json,
         needed only for data without one.
-      model_dir: run directory (checkpoints, TensorBoard, config.yaml, export). Default
-        runs/electra_<config name> for the demo; required with `data`.
+      model_dir: run directory (checkpoints, TensorBoard, curves.png, config.yaml, export).
+        Default runs/electra_<config name> for the demo; required with `data`.
       train_steps: total steps (overrides optimizer.train_steps).
       overrides: "section.key=value" strings, e.g. "run.train_batch_size=64".
       init_checkpoint: start from these weights with a fresh optimizer (ignored on resume).
@@ -293,15 +297,17 @@ def _train(config, config_name, strategy, model_dir, files, eval_files, init_che
         raise RunError(f"the loss became non-finite at step {guard.batches}; stopped without "
                        "saving. Last good checkpoint: "
                        f"{run_checkpoint.latest or 'none was saved yet'}")
-    export_dir = None
+    export_dir = curves = None
     if guard.status == "preempted":
         logging.info("preempted: saved %s; rerun the same command to continue", run_checkpoint.latest)
-    elif export and is_chief:
-        export_dir = export_discriminator(
-            model, os.path.join(model_dir, "export", str(guard.batches)))
+    elif is_chief:
+        if export:
+            export_dir = export_discriminator(
+                model, os.path.join(model_dir, "export", str(guard.batches)))
+        curves = plot_pretraining_curves(model_dir)
     return PretrainResult(
         model_dir=model_dir, status=guard.status, step=guard.batches,
         checkpoint=run_checkpoint.latest, export_dir=export_dir, config=config,
         last_metrics=progress.last_values,
         held_out=evaluation.history if evaluation else [], seconds=time.time() - started,
-        model=model)
+        curves=curves, model=model)
