@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import sys
 
-from absl import app, flags, logging
+from absl import app, flags
 
 from electra_tf import console
 
@@ -63,54 +63,19 @@ def _summary(metadata: dict, output_dir: str) -> str:
     return "\n".join(lines)
 
 
-def _translations(debian) -> str:
-    if FLAGS.translations_file:
-        with open(FLAGS.translations_file, encoding="utf-8") as f:
-            return f.read()
-    text = debian.apt_translations_text()
-    if not text and hasattr(os, "geteuid") and os.geteuid() == 0:
-        logging.info("apt's lists have no English descriptions; fetching them "
-                     "(apt-get update -o Acquire::Languages=en)")
-        debian._run(["apt-get", "update", "-qq", "-o", "Acquire::Languages=en"],
-                    "fetching the English package descriptions")
-        text = debian.apt_translations_text()
-    if not text:
-        raise debian.DebianCorpusError(
-            "apt's lists hold no English package descriptions: run `apt-get update -o "
-            "Acquire::Languages=en` as root, or give --translations_file")
-    return text
-
-
 def build(output_dir: str) -> dict:
     from electra_tf.corpora import debian
 
-    previous = debian.read_metadata(output_dir)
-    if previous and previous.get("format") == debian.FORMAT_VERSION and not FLAGS.overwrite:
-        logging.info("%s holds a finished build; keeping it (--overwrite builds again)", output_dir)
-        return previous
-    deb_dir = FLAGS.deb_dir or os.path.join(output_dir, "debs")
-    debs = debian.fetch_debs(debian.DOC_PACKAGES, deb_dir, FLAGS.download)
-    if FLAGS.packages_file:
-        with open(FLAGS.packages_file, encoding="utf-8") as f:
-            packages_text = f.read()
-    else:
-        packages_text = debian.apt_packages_text()
-    examples = debian.section_examples(packages_text, _translations(debian))
-    if not examples["train"] or not examples["dev"]:
-        raise debian.DebianCorpusError("no package of the task's sections has a long English "
-                                       "description in the package lists")
-    corpus = debian.build_corpus(
-        debs, os.path.join(output_dir, "unpacked"), os.path.join(output_dir, "corpus"),
-        os.path.join(output_dir, "heldout"), on_package=lambda name, counts: logging.info(
-            "%s: %d documents, %d sentences", name, counts["documents"], counts["sentences"]))
-    sections = debian.write_task(examples, os.path.join(output_dir, "sections"))
-    metadata = {"format": debian.FORMAT_VERSION, "corpus": corpus, "sections": sections,
-                "labels": list(debian.SECTIONS),
-                "task_sha256": {split: debian.sha256_of(os.path.join(output_dir, "sections",
-                                                                     f"{split}.tsv"))
-                                for split in debian.SPLITS}}
-    debian.write_metadata(output_dir, metadata)
-    return metadata
+    def read(path):
+        if not path:
+            return None
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+
+    return debian.build(output_dir, deb_dir=FLAGS.deb_dir, download=FLAGS.download,
+                        packages_text=read(FLAGS.packages_file),
+                        translations_text=read(FLAGS.translations_file),
+                        overwrite=FLAGS.overwrite)
 
 
 def main(argv):

@@ -43,6 +43,9 @@ def test_build_lists_every_entry_point():
     entry_points = {os.path.basename(path)[:-len(".py")]
                     for path in glob.glob(os.path.join(REPO, "electra_tf", "*.py"))
                     if "app.run(main)" in open(path).read()}
+    entry_points |= {os.path.basename(os.path.dirname(path))  # packages run as python -m
+                     for path in glob.glob(os.path.join(REPO, "electra_tf", "*", "__main__.py"))
+                     if "app.run(main)" in open(path).read()}
     assert listed == entry_points, (f"add to BUILD's ENTRY_POINTS: {sorted(entry_points - listed)}; "
                                     f"remove: {sorted(listed - entry_points)}")
 

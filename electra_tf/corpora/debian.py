@@ -316,3 +316,56 @@ def write_metadata(output_dir: str, metadata: dict) -> None:
     with open(path + ".tmp", "w") as f:
         json.dump(metadata, f, indent=1)
     os.replace(path + ".tmp", path)
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole build
+
+
+def _translations_from_apt() -> str:
+    """apt's English descriptions; as root, fetched first when the lists lack them."""
+    text = apt_translations_text()
+    if not text and hasattr(os, "geteuid") and os.geteuid() == 0:
+        logging.info("apt's lists have no English descriptions; fetching them "
+                     "(apt-get update -o Acquire::Languages=en)")
+        _run(["apt-get", "update", "-qq", "-o", "Acquire::Languages=en"],
+             "fetching the English package descriptions")
+        text = apt_translations_text()
+    if not text:
+        raise DebianCorpusError(
+            "apt's lists hold no English package descriptions: run `apt-get update -o "
+            "Acquire::Languages=en` as root, or give --translations_file")
+    return text
+
+
+def build(output_dir: str, *, deb_dir: str | None = None, download: bool = True,
+          packages_text: str | None = None, translations_text: str | None = None,
+          overwrite: bool = False) -> dict:
+    """The corpus (corpus/, heldout/), the sections task (sections/) and metadata.json in
+    `output_dir`; returns the metadata. A finished build is kept unless `overwrite`.
+
+    deb_dir: .deb files to use and download into (default output_dir/debs); packages_text /
+    translations_text: a Packages index and a Translation-en file's text instead of apt's lists.
+    """
+    previous = read_metadata(output_dir)
+    if previous and previous.get("format") == FORMAT_VERSION and not overwrite:
+        logging.info("%s holds a finished build; keeping it (--overwrite builds again)", output_dir)
+        return previous
+    debs = fetch_debs(DOC_PACKAGES, deb_dir or os.path.join(output_dir, "debs"), download)
+    examples = section_examples(packages_text or apt_packages_text(),
+                                translations_text or _translations_from_apt())
+    if not examples["train"] or not examples["dev"]:
+        raise DebianCorpusError("no package of the task's sections has a long English "
+                                "description in the package lists")
+    corpus = build_corpus(
+        debs, os.path.join(output_dir, "unpacked"), os.path.join(output_dir, "corpus"),
+        os.path.join(output_dir, "heldout"), on_package=lambda name, counts: logging.info(
+            "%s: %d documents, %d sentences", name, counts["documents"], counts["sentences"]))
+    sections = write_task(examples, os.path.join(output_dir, "sections"))
+    metadata = {"format": FORMAT_VERSION, "corpus": corpus, "sections": sections,
+                "labels": list(SECTIONS),
+                "task_sha256": {split: sha256_of(os.path.join(output_dir, "sections",
+                                                              f"{split}.tsv"))
+                                for split in SPLITS}}
+    write_metadata(output_dir, metadata)
+    return metadata

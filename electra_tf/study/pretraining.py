@@ -1,0 +1,114 @@
+"""The study's two pretraining runs at equal FLOPs, and the encoders they leave.
+
+ELECTRA runs `checkpoints[-1]` steps into output_dir/pretrain/electra, saving every
+`checkpoints[0]` steps and keeping them all; the MLM baseline (`objective.electra_objective=
+false`: the same encoder trained as a masked LM, saved under the `generator` scope) runs the
+same FLOPs into output_dir/pretrain/mlm, with checkpoints at the same fractions of its run
+(`plan.mlm_plan`). FLOPs per step: `electra_tf.training.flops.pretraining_step_flops` (matmuls,
+forward and backward; ELECTRA's generator included).
+"""
+
+from __future__ import annotations
+
+import os
+
+from absl import logging
+
+from electra_tf.study import plan
+from electra_tf.study.data import StudyData
+
+MLM_OVERRIDE = "objective.electra_objective=false"
+
+
+def run_directory(output_dir: str, objective: str) -> str:
+    return os.path.join(output_dir, "pretrain", objective)
+
+
+def _overrides(objective: str, user_overrides) -> list[str]:
+    return list(user_overrides) + ([MLM_OVERRIDE] if objective == "mlm" else [])
+
+
+def _resolved_config(config_name: str, overrides, data: StudyData):
+    """The run's config as `pretrain` will resolve it (vocabulary size and ids from the data)."""
+    from electra_tf.data import pipeline
+    from electra_tf.training.pretrain import resolve_config
+
+    files = pipeline.list_shards(data.records)
+    if data.heldout_records:
+        files += pipeline.list_shards(data.heldout_records)
+    return resolve_config(config_name, overrides, pipeline.read_data_metadata(files),
+                          data.vocab_file)
+
+
+def step_flops(config) -> float:
+    """Matmul FLOPs of one training step of a resolved pretraining config."""
+    from electra_tf.data.masking import max_predictions_per_seq
+    from electra_tf.training.flops import pretraining_step_flops
+
+    seq, batch = config.run.max_seq_length, config.run.train_batch_size
+    predictions = max_predictions_per_seq(config.objective.mask_prob, seq)
+    return float(pretraining_step_flops(config.model, batch, seq, predictions,
+                                        electra=config.objective.electra_objective))
+
+
+def plan_runs(config_name: str, user_overrides, data: StudyData, checkpoints: tuple[int, ...],
+              objectives: tuple[str, ...]) -> list[plan.PretrainingPlan]:
+    """The runs of `objectives`, the MLM's at the FLOPs of ELECTRA's `checkpoints` (checked
+    before anything trains: a bad override fails here)."""
+    electra_flops = step_flops(_resolved_config(config_name, _overrides("electra", user_overrides),
+                                                data))
+    runs = []
+    if "electra" in objectives:
+        runs.append(plan.electra_plan(checkpoints, electra_flops))
+    if "mlm" in objectives:
+        mlm_flops = step_flops(_resolved_config(config_name, _overrides("mlm", user_overrides),
+                                                data))
+        runs.append(plan.mlm_plan(checkpoints, electra_flops, mlm_flops))
+    return runs
+
+
+def checkpoint_path(run_dir: str, step: int) -> str:
+    return os.path.join(run_dir, "checkpoints", f"ckpt-{step}")
+
+
+def _finished(run_dir: str, run: plan.PretrainingPlan) -> bool:
+    """Every encoder checkpoint of the run is on disk (so `pretrain` need not even start)."""
+    import tensorflow as tf
+
+    return all(tf.io.gfile.exists(checkpoint_path(run_dir, step) + ".index")
+               for step in run.encoder_steps)
+
+
+def pretrain_all(runs: list[plan.PretrainingPlan], config_name: str, user_overrides,
+                 data: StudyData, output_dir: str, preemption) -> list[plan.Encoder] | None:
+    """Trains (or resumes) each run; returns its encoders, or None when SIGTERM stopped a run
+    (its checkpoint is saved: run the study again to continue)."""
+    from electra_tf.training.pretrain import RunError, pretrain
+
+    encoders = []
+    for run in runs:
+        run_dir = run_directory(output_dir, run.objective)
+        if _finished(run_dir, run):
+            logging.info("%s pretraining is finished (%s); keeping it", run.objective, run_dir)
+        else:
+            logging.info("pretraining %s: %d steps (%.3g FLOPs each) into %s, encoders at steps "
+                         "%s", run.objective, run.train_steps, run.step_flops, run_dir,
+                         ", ".join(map(str, run.encoder_steps)))
+            overrides = _overrides(run.objective, user_overrides) + [
+                f"run.save_checkpoints_steps={run.save_every}",
+                f"run.keep_checkpoint_max={run.keep}"]
+            result = pretrain(config=config_name, data=data.records,
+                              eval_data=data.heldout_records, vocab_file=data.vocab_file,
+                              model_dir=run_dir, train_steps=run.train_steps,
+                              overrides=overrides, export=False, preemption=preemption)
+            if result.status != "finished":
+                return None
+            missing = [step for step in run.encoder_steps
+                       if not os.path.exists(checkpoint_path(run_dir, step) + ".index")]
+            if missing:  # e.g. more than one preemption saved extra checkpoints in between
+                raise RunError(f"{run_dir}/checkpoints lacks the checkpoints of steps "
+                               f"{', '.join(map(str, missing))} (deleted to keep "
+                               f"{run.keep}); pretrain again in a new --output_dir")
+        encoders += [plan.Encoder(run.objective, step, run.flops(step),
+                                  checkpoint_path(run_dir, step)) for step in run.encoder_steps]
+    return encoders

@@ -1,0 +1,290 @@
+"""`python -m electra_tf.study`: the plan's rules (epochs, equal-FLOPs checkpoints, subsets), the
+report from a hand-written results.jsonl, and a whole study at tiny size, run twice (the second
+run resumes and runs nothing)."""
+
+import json
+import math
+import os
+import random
+
+import pytest
+
+from electra_tf.study import plan, report, results
+from tests.run_helpers import run_cli, run_in_process
+
+MODULE = "electra_tf.study.__main__"
+LABELS = ("sports", "cooking", "music")
+TOPIC_WORDS = {
+    "sports": "football goal team match player coach score league ball stadium".split(),
+    "cooking": "recipe oven butter flour kitchen sauce bake salt onion pan".split(),
+    "music": "guitar song melody concert band piano rhythm singer album drum".split(),
+}
+COMMON = "the a of and to in is was with for on that it this by from we they".split()
+VERBS = "liked watched made heard saw found played cooked loved wrote".split()
+
+
+def _sentence(rng, topic):
+    words = [rng.choice(COMMON), rng.choice(TOPIC_WORDS[topic]), rng.choice(VERBS),
+             rng.choice(COMMON), rng.choice(COMMON), rng.choice(TOPIC_WORDS[topic]),
+             rng.choice(COMMON), rng.choice(TOPIC_WORDS[topic])]
+    return " ".join(words).capitalize() + "."
+
+
+def _documents(rng, count):
+    documents = []
+    for _ in range(count):
+        topic = rng.choice(LABELS)
+        documents.append([_sentence(rng, topic) for _ in range(rng.randint(4, 8))])
+    return documents
+
+
+def _write_documents(path, documents):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write("\n\n".join("\n".join(doc) for doc in documents) + "\n")
+
+
+def write_data_dir(root, train=60, dev=30, test=30):
+    """A data directory of the study's layout: made-up sentences with topic words per label
+    (corpus about 300 lines, held-out about 50), and the task's three splits."""
+    rng = random.Random(0)
+    _write_documents(os.path.join(root, "corpus", "made_up.txt"), _documents(rng, 50))
+    _write_documents(os.path.join(root, "heldout", "made_up.txt"), _documents(rng, 10))
+    os.makedirs(os.path.join(root, "sections"))
+    for split, count in (("train", train), ("dev", dev), ("test", test)):
+        with open(os.path.join(root, "sections", f"{split}.tsv"), "w") as f:
+            f.write("text\tlabel\tpackage\n")
+            for i in range(count):
+                label = LABELS[i % len(LABELS)]
+                f.write(f"{_sentence(rng, label)} {_sentence(rng, label)}\t{label}\tp{i}\n")
+    with open(os.path.join(root, "sections", "labels.txt"), "w") as f:
+        f.write("\n".join(LABELS) + "\n")
+    return str(root)
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan
+
+
+def test_epochs_reach_the_minimum_steps_for_small_label_counts():
+    assert plan.finetune_epochs(100, 32, 100) == math.ceil(100 * 32 / 100)  # 32 epochs
+    assert plan.finetune_epochs(300, 32, 100) == 11
+    assert plan.finetune_epochs(1000, 32, 100) == 4
+    assert plan.finetune_epochs(5000, 32, 100) == 3  # at least the original's 3
+    assert plan.finetune_epochs(plan.ALL, 32, 100) == 3
+    for n in (100, 300, 1000):  # steps = ceil(n / batch) * epochs >= the minimum
+        assert math.ceil(n / 32) * plan.finetune_epochs(n, 32, 100) >= 100
+
+
+def test_mlm_checkpoints_are_at_electras_flops():
+    checkpoints = (500, 2000, 8000)
+    electra, mlm = 1.3e9, 1.0e9
+    run = plan.mlm_plan(checkpoints, electra, mlm)
+    assert run.train_steps == 10400 and run.save_every == 650
+    assert run.encoder_steps == (650, 2600, 10400)  # the same fractions of the run
+    for ours, theirs in zip(checkpoints, run.encoder_steps):
+        assert run.flops(theirs) == pytest.approx(ours * electra, rel=1e-3)
+    assert run.keep >= run.train_steps // run.save_every  # every encoder survives
+    # an inexact ratio: the last at round(last * ratio), the others at multiples of the first
+    run = plan.mlm_plan(checkpoints, 1.3137e9, 1.0e9)
+    assert run.encoder_steps == (657, 2628, round(8000 * 1.3137))
+    assert abs(run.flops(run.encoder_steps[-1]) - 8000 * 1.3137e9) <= 0.5 * mlm
+    electra_run = plan.electra_plan(checkpoints, electra)
+    assert (electra_run.train_steps, electra_run.save_every, electra_run.keep) == (8000, 500, 17)
+
+
+def test_flag_values_are_checked():
+    assert plan.parse_checkpoints(["5", "10", "40"]) == (5, 10, 40)
+    for bad in (["10", "15"], ["10", "5"], [], ["0"]):
+        with pytest.raises(plan.StudyError):
+            plan.parse_checkpoints(bad)
+    assert plan.parse_label_counts(["all", "300", "100"]) == (100, 300, "all")
+    with pytest.raises(plan.StudyError, match="'many'"):
+        plan.parse_label_counts(["many"])
+    assert plan.parse_objectives(["mlm", "electra"]) == ("electra", "mlm")
+    with pytest.raises(plan.StudyError):
+        plan.parse_objectives(["bert"])
+    assert [plan.format_lr(x) for x in (3e-4, 1e-3, 0.003, 2.5e-5)] == ["3e-4", "1e-3", "3e-3",
+                                                                        "2.5e-5"]
+
+
+def test_training_subsets_depend_only_on_label_count_and_seed():
+    train = list(range(100))
+    assert plan.training_subset(train, 10, 0) == plan.training_subset(train, 10, 0)
+    assert plan.training_subset(train, 10, 0) != plan.training_subset(train, 10, 1)
+    assert len(set(plan.training_subset(train, 10, 1))) == 10
+    assert plan.training_subset(train, plan.ALL, 3) == train
+
+
+# ---------------------------------------------------------------------------------------------
+# The report from results.jsonl alone
+
+
+def _record(encoder, objective, step, flops, n, lr, seed, dev, test):
+    return {"encoder": encoder, "objective": objective, "pretraining_step": step, "flops": flops,
+            "n": n, "train_examples": 100 if n == 100 else 1000, "lr": lr, "seed": seed,
+            "dev": dev, "test": test, "majority_dev": 30.0, "majority_test": 31.0 + seed,
+            "epochs": 32 if n == 100 else 3, "steps": 100, "seconds": 1.0}
+
+
+def test_write_report_from_a_hand_written_results_file(tmp_path):
+    lines = []
+    for encoder, objective, step, flops, base in (("random", "none", 0, 0.0, 40),
+                                                  ("electra@500", "electra", 500, 1e12, 50),
+                                                  ("electra@2000", "electra", 2000, 4e12, 60),
+                                                  ("mlm@650", "mlm", 650, 1e12, 45)):
+        for n in (100, "all"):
+            # seed 0 at three rates: 1e-3 has the best dev accuracy
+            for lr, dev in ((3e-4, base), (1e-3, base + 5), (3e-3, base - 5)):
+                lines.append(_record(encoder, objective, step, flops, n, lr, 0, dev, base + 1))
+            for seed in (1, 2):
+                lines.append(_record(encoder, objective, step, flops, n, 1e-3, seed, base,
+                                     base + 1 + seed))
+    # the MLM's seed 0 at 3e-3 and its seed 2 diverged (non-finite loss) at n=100
+    for line in lines:
+        if (line["encoder"], line["n"], line["seed"]) == ("mlm@650", 100, 2) or (
+                line["encoder"], line["n"], line["seed"], line["lr"]) == ("mlm@650", 100, 0, 3e-3):
+            line.update(dev=None, test=None, diverged=True)
+    with open(tmp_path / "results.jsonl", "w") as f:
+        f.write("".join(json.dumps(line) + "\n" for line in lines))
+        f.write('{"encoder": "cut short')  # an interrupted write
+    paths = report.write_report(str(tmp_path))
+
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    cell = summary["encoders"]["electra@2000"]["cells"]["100"]
+    assert cell["lr"] == 1e-3 and cell["seeds"] == [0, 1, 2]
+    assert cell["test"] == {"values": [61, 62, 63], "median": 62, "min": 61, "max": 63,
+                            "diverged": 0}
+    assert list(summary["encoders"]) == ["random", "electra@500", "electra@2000", "mlm@650"]
+    assert summary["majority"]["100"]["test"]["median"] == 32.0
+    mlm = summary["encoders"]["mlm@650"]["cells"]["100"]
+    assert mlm["lr"] == 1e-3 and mlm["test"]["values"] == [46, 47, None]
+    assert mlm["test"]["median"] == 46.5 and mlm["test"]["diverged"] == 1
+    table = (tmp_path / "table.md").read_text()
+    assert "| electra@2000 | 4e+12 | 62.0 (61.0-63.0) lr 1e-3 | 62.0 (61.0-63.0) lr 1e-3 |" in table
+    assert "| mlm@650 | 1e+12 | 46.5 (46.0-47.0), 1 diverged lr 1e-3 |" in table
+    assert "| no pretraining | 0 |" in table and "| majority class | |" in table
+    assert paths["plot"] and open(paths["plot"], "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_partial_results_file_gives_a_partial_report(tmp_path):
+    results.append_result(str(tmp_path), _record("random", "none", 0, 0.0, 100, 1e-3, 0, 40, 41))
+    report.write_report(str(tmp_path))
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["encoders"]["random"]["cells"]["100"]["test"]["median"] == 41
+    assert (tmp_path / "accuracy_vs_flops.png").exists()
+
+
+def test_a_study_directory_of_other_settings_is_refused_before_anything_runs(tmp_path):
+    from electra_tf.study import run_study
+
+    output_dir = tmp_path / "study"
+    output_dir.mkdir()
+    (output_dir / "study.json").write_text(json.dumps({"settings": {"checkpoints": [5, 10]}}))
+    with pytest.raises(plan.StudyError, match="checkpoints"):
+        run_study(data_dir=str(tmp_path / "no_data"), output_dir=str(output_dir),
+                  checkpoints=[10, 20])
+    assert sorted(os.listdir(tmp_path)) == ["study"]  # nothing built, not even the data
+
+
+def test_help_documents_every_flag():
+    result = run_cli(["--help"], module="electra_tf.study", timeout=120)
+    assert "Traceback" not in result.stderr  # absl exits with status 1 after printing the help
+    assert "tensorflow" not in result.stderr.lower()  # --help does not start TensorFlow
+    for flag in ("data_dir", "output_dir", "pretrain_config", "override", "checkpoints", "labels",
+                 "seeds", "learning_rates", "finetune_config", "finetune_override",
+                 "min_finetune_steps", "finetune_max_seq_length", "objectives", "vocab_size",
+                 "max_seq_length", "[no]pretrain_only"):
+        assert f"--{flag}:" in result.stdout, flag
+
+
+# ---------------------------------------------------------------------------------------------
+# A whole study, tiny
+
+
+STUDY_ARGS = [
+    "--pretrain_config", "pretrain/demo", "--max_seq_length", "32", "--vocab_size", "300",
+    "--checkpoints", "10,40", "--labels", "16,all", "--seeds", "2",
+    "--learning_rates", "1e-3,3e-3", "--min_finetune_steps", "2",
+    "--finetune_max_seq_length", "32",
+    "--override", "run.train_batch_size=8", "--override", "run.eval_batches=1",
+    "--override", "optimizer.warmup_steps=2", "--override", "run.log_every_steps=20",
+    "--override", "model.max_position_embeddings=64",
+    "--finetune_override", "finetune.train_batch_size=8",
+    "--finetune_override", "finetune.eval_batch_size=32",
+    "--finetune_override", "finetune.log_every_steps=100",
+]
+
+
+@pytest.mark.slow
+def test_a_tiny_study_runs_end_to_end_and_resumes(tmp_path):
+    data_dir = write_data_dir(tmp_path / "data")
+    output_dir = tmp_path / "study"
+    args = ["--data_dir", data_dir, "--output_dir", str(output_dir), *STUDY_ARGS]
+    result = run_in_process(args, module=MODULE)
+    assert result.returncode == 0, result.stderr[-5000:]
+
+    for name in ("vocab.txt", "records32/metadata.json", "heldout32/metadata.json"):
+        assert os.path.exists(os.path.join(data_dir, name)), name
+    for name in ("results.jsonl", "summary.json", "table.md", "accuracy_vs_flops.png",
+                 "study.json"):
+        assert (output_dir / name).exists(), name
+    assert (output_dir / "accuracy_vs_flops.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| majority class |" in result.stdout and "accuracy_vs_flops.png" in result.stdout
+    assert "[30/30]" in result.stderr  # the progress line of the last trial
+
+    records = results.read_records(str(output_dir))
+    encoders = {r["encoder"] for r in records}
+    electra = sorted((r for r in records if r["objective"] == "electra"),
+                     key=lambda r: r["pretraining_step"])
+    mlm = sorted((r for r in records if r["objective"] == "mlm"),
+                 key=lambda r: r["pretraining_step"])
+    assert {r["pretraining_step"] for r in electra} == {10, 40}
+    assert len(encoders) == 5 and "random" in encoders  # 2 ELECTRA, 2 MLM, random
+    # 5 encoders x 2 label counts x (2 rates at seed 0 + 1 more seed at the chosen rate)
+    assert len(records) == 5 * 2 * 3
+    assert electra[-1]["flops"] == pytest.approx(mlm[-1]["flops"], rel=0.01)
+    assert mlm[-1]["pretraining_step"] > 40  # an MLM step costs less than an ELECTRA step
+    for encoder in encoders:
+        for n in (16, "all"):
+            cell = [r for r in records if r["encoder"] == encoder and r["n"] == n]
+            seed_zero = {r["lr"]: r["dev"] for r in cell if r["seed"] == 0}
+            assert set(seed_zero) == {1e-3, 3e-3}
+            chosen = max(seed_zero, key=seed_zero.get)
+            assert [r["lr"] for r in cell if r["seed"] == 1] == [chosen]
+            assert all(0 <= r["test"] <= 100 and 0 <= r["dev"] <= 100 for r in cell)
+            assert {r["train_examples"] for r in cell} == {16 if n == 16 else 60}
+    # epochs rule: n=16 at batch 8 for 2 steps -> 3 epochs; trials evaluated once, at their end
+    assert {r["epochs"] for r in records} == {3}
+    trial_dir = output_dir / "finetune" / "electra_40" / "16" / "lr1e-3_seed0"
+    trial = json.loads((trial_dir / "results.json").read_text())
+    assert [h["step"] for h in trial["history"]] == [trial["steps"]]
+    assert not (trial_dir / "checkpoints").exists()
+
+    # The same command again: nothing new is trained or recorded.
+    before = (output_dir / "results.jsonl").read_text()
+    mtime = os.path.getmtime(trial_dir / "results.json")
+    again = run_in_process(args, module=MODULE)
+    assert again.returncode == 0, again.stderr[-5000:]
+    assert (output_dir / "results.jsonl").read_text() == before
+    assert os.path.getmtime(trial_dir / "results.json") == mtime
+    assert "/30]" not in again.stderr and "pretraining is finished" in again.stderr
+    assert "| majority class |" in again.stdout
+
+    # Interrupted after the runner finished two trials but before they were recorded: the rerun
+    # records them from their results.json, without training them again.
+    lines = before.splitlines(keepends=True)
+    (output_dir / "results.jsonl").write_text("".join(lines[:-2]))
+    last = output_dir / json.loads(lines[-1])["directory"] / "results.json"
+    mtime = os.path.getmtime(last)
+    again = run_in_process(args, module=MODULE)
+    assert again.returncode == 0, again.stderr[-5000:]
+    assert "[29/30]" in again.stderr and "[30/30]" in again.stderr
+    restored = (output_dir / "results.jsonl").read_text().splitlines(keepends=True)
+    assert [json.loads(line)["test"] for line in restored] == [json.loads(line)["test"]
+                                                              for line in lines]
+    assert os.path.getmtime(last) == mtime
+
+    # Another pretraining setting in the same directory is refused before anything runs.
+    changed = run_in_process([*args, "--checkpoints", "10,20"], module=MODULE)
+    assert changed.returncode == 1 and "checkpoints" in changed.stderr
