@@ -36,11 +36,11 @@ flags.DEFINE_string("data_dir", "data/debian", "Data directory: corpus/*.txt and
                     "heldout<L>/ are built there when missing.")
 flags.DEFINE_string("output_dir", "runs/study", "Where the study's runs, results.jsonl and "
                     "report go. Rerunning with the same directory resumes.")
-flags.DEFINE_string("pretrain_config", "pretrain/mini", "Pretraining recipe of both runs (a "
+flags.DEFINE_string("pretrain_config", "pretrain/study", "Pretraining recipe of both runs (a "
                     "path, or a name under configs/).")
 flags.DEFINE_multi_string("override", [], "Pretraining config override section.key=value, for "
                           "both runs (repeatable), e.g. run.train_batch_size=64.")
-flags.DEFINE_list("checkpoints", ["500", "2000", "8000"], "ELECTRA pretraining steps whose "
+flags.DEFINE_list("checkpoints", ["1000", "4000", "16000"], "ELECTRA pretraining steps whose "
                   "encoders are fine-tuned, each a multiple of the first; the last is the run's "
                   "length. The MLM baseline gets the same FLOPs at each.")
 flags.DEFINE_list("labels", ["100", "300", "1000", "all"], "Label counts: training examples "

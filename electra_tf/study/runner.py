@@ -76,7 +76,7 @@ def _write_study_file(output_dir: str, settings: dict, runs, data) -> None:
 
 @with_preemption
 def run_study(*, data_dir: str = "data/debian", output_dir: str = "runs/study",
-              pretrain_config: str = "pretrain/mini", overrides: Sequence[str] = (),
+              pretrain_config: str = "pretrain/study", overrides: Sequence[str] = (),
               checkpoints: Sequence[int] = (500, 2000, 8000),
               labels: Sequence[int | str] = (100, 300, 1000, "all"), seeds: int = 5,
               learning_rates: Sequence[float] = (3e-4, 1e-3, 3e-3),
