@@ -65,6 +65,27 @@ def steps_for(job: TaskJob, config: FinetuneConfig) -> tuple[int, int, int]:
     return per_epoch, total, int(total * config.finetune.warmup_proportion)
 
 
+# Below this sum of peak learning rate over steps, a run barely moves a fresh head. Measured
+# (docs/pretraining_value.md): 200 labels at finetune/small's lr 1e-4 for 20 epochs (0.014)
+# stays at chance, 300 labels at 1e-3 for 10 epochs (0.1) learns; the original's GLUE runs sit
+# at 0.03 (MRPC on Base) and above.
+MIN_LR_STEPS = 0.02
+
+
+def short_run_warning(total_steps: int, learning_rate: float, num_train: int,
+                      batch_size: int) -> str | None:
+    """A warning for a run too short to learn, with the epochs that would reach MIN_LR_STEPS at
+    this learning rate; None when the run is long enough."""
+    if total_steps * learning_rate >= MIN_LR_STEPS:
+        return None
+    per_epoch = math.ceil(num_train / batch_size)
+    epochs = math.ceil(MIN_LR_STEPS / learning_rate / per_epoch)
+    return (f"fine-tuning for only {total_steps} steps at learning rate {learning_rate:g} "
+            f"({num_train} training examples): a run this short often stays at the majority "
+            f"class. Raise finetune.num_train_epochs (to about {epochs} at this rate) or "
+            f"optimizer.learning_rate (small models take 1e-3)")
+
+
 class DevEvaluation(keras.callbacks.Callback):
     """Dev metrics every `every` steps and at the last one: log line, TensorBoard, history."""
 
@@ -259,6 +280,10 @@ def finetune(task, config: FinetuneConfig, model_dir: str, *,
                             f"fewer than one batch of {config.finetune.train_batch_size}")
     with tf.io.gfile.GFile(os.path.join(model_dir, "config.yaml"), "w") as f:
         f.write(config.to_yaml())
+    warning = short_run_warning(steps_for(job, config)[1], config.optimizer.learning_rate,
+                                job.num_train, config.finetune.train_batch_size)
+    if warning:
+        logging.warning("%s", warning)
     trials = []
     for k in range(num_trials):
         trial_dir = model_dir if num_trials == 1 else os.path.join(model_dir, f"trial_{k}")
