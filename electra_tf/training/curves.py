@@ -69,7 +69,7 @@ def plot_pretraining_curves(model_dir: str, path: str | None = None) -> str | No
     for axis in axes[len(panels):]:
         axis.set_visible(False)
     last_step = max(steps[-1] for scalars in (train, held_out) for steps, _ in scalars.values())
-    figure.suptitle(f"{model_dir} at step {last_step}")
+    figure.suptitle(f"{os.path.basename(os.path.normpath(model_dir))} at step {last_step}")
     with tf.io.gfile.GFile(path, "wb") as f:
         figure.savefig(f, format="png", dpi=100)
     logging.info("curves: %s", path)
