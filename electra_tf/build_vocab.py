@@ -44,16 +44,6 @@ flags.DEFINE_bool("strip_accents", None, "Strip accents (default: same as --lowe
 flags.DEFINE_bool("overwrite", False, "Replace an existing --output file.")
 
 
-class CorpusLines:
-    """The corpus's lines, read anew on each iteration (learn_vocabulary iterates twice)."""
-
-    def __init__(self, read_documents):
-        self._read_documents = read_documents
-
-    def __iter__(self):
-        return (line for document in self._read_documents() for line in document)
-
-
 def main(argv):
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
@@ -78,7 +68,7 @@ def main(argv):
         from electra_tf.data.vocab_learning import learn_vocabulary
         logging.info("learning a vocabulary of up to %d tokens from %s", FLAGS.vocab_size,
                      FLAGS.corpus or FLAGS.tfds_name)
-        vocabulary = learn_vocabulary(CorpusLines(read), FLAGS.vocab_size, FLAGS.output,
+        vocabulary = learn_vocabulary(corpus_lib.CorpusLines(read), FLAGS.vocab_size, FLAGS.output,
                                       lower_case=FLAGS.lower_case,
                                       strip_accents=FLAGS.strip_accents,
                                       min_frequency=FLAGS.min_frequency)

@@ -416,3 +416,14 @@ def write_embedded_corpus(output_dir: str, num_files: int = 4, held_out_dir: str
     logging.info("embedded corpus: %d documents, %d lines, %d words in %d files under %s",
                  len(documents), lines, words, num_files, output_dir)
     return paths
+
+
+class CorpusLines:
+    """The lines of every document `read_documents()` yields, read anew on each iteration (the
+    vocabulary learner reads its corpus twice)."""
+
+    def __init__(self, read_documents: Callable[[], Iterable[list[str]]]):
+        self._read_documents = read_documents
+
+    def __iter__(self) -> Iterator[str]:
+        return (line for document in self._read_documents() for line in document)

@@ -15,11 +15,13 @@ Layout of `data_dir` (what `python -m electra_tf.build_debian_corpus` writes, pl
 from __future__ import annotations
 
 import dataclasses
+import functools
 import glob
 import os
 
 from absl import logging
 
+from electra_tf.data import corpus as corpus_lib
 from electra_tf.study.plan import StudyError
 
 TASK_DIR = "sections"
@@ -52,24 +54,13 @@ def _build_debian_corpus(data_dir: str) -> None:
     debian.build(data_dir)
 
 
-class _CorpusLines:
-    """The corpus's lines, read anew on each iteration (learn_vocabulary reads them twice)."""
-
-    def __init__(self, corpus: str):
-        self.corpus = corpus
-
-    def __iter__(self):
-        from electra_tf.data import corpus as corpus_lib
-
-        return (line for document in corpus_lib.read_documents(self.corpus) for line in document)
-
-
 def _learn_vocabulary(corpus: str, vocab_file: str, vocab_size: int) -> None:
     from electra_tf.data.vocab_learning import learn_vocabulary
 
     logging.info("learning a vocabulary of up to %d tokens from %s", vocab_size, corpus)
     partial = vocab_file + ".incomplete"
-    vocabulary = learn_vocabulary(_CorpusLines(corpus), vocab_size, partial)
+    lines = corpus_lib.CorpusLines(functools.partial(corpus_lib.read_documents, corpus))
+    vocabulary = learn_vocabulary(lines, vocab_size, partial)
     os.replace(partial, vocab_file)  # only a finished vocabulary counts as built
     logging.info("wrote %d tokens to %s", len(vocabulary), vocab_file)
 
