@@ -60,12 +60,17 @@ def test_every_error_a_user_can_cause_is_a_user_error():
         assert issubclass(error, electra_tf.UserError), error
 
 
-@pytest.mark.slow
-def test_pretrain_from_python(tmp_path):
+def _tiny_pretraining(tmp_path):
+    """(records, vocab.txt, overrides) of a tiny pretraining run in tmp_path."""
     data = write_records(tmp_path / "records")
     vocab = write_vocab(tmp_path / "vocab.txt")
     args = cli_args(data, vocab, tmp_path / "run", 4)
-    overrides = [args[i + 1] for i, a in enumerate(args) if a == "--override"]
+    return data, vocab, [args[i + 1] for i, a in enumerate(args) if a == "--override"]
+
+
+@pytest.mark.slow
+def test_pretrain_from_python(tmp_path):
+    data, vocab, overrides = _tiny_pretraining(tmp_path)
     before = signal.getsignal(signal.SIGTERM)
     result = electra_tf.pretrain(config="pretrain/demo", data=data, vocab_file=vocab,
                                  model_dir=str(tmp_path / "run"), train_steps=4,
@@ -85,6 +90,24 @@ def test_pretrain_from_python(tmp_path):
                                 model_dir=str(tmp_path / "run"), train_steps=6,
                                 overrides=overrides, export=False)
     assert again.step == 6 and tf.train.latest_checkpoint(str(tmp_path / "run" / "checkpoints"))
+
+
+@pytest.mark.slow
+def test_pretrain_stops_at_a_step_with_the_schedule_of_the_whole_run(tmp_path):
+    data, vocab, overrides = _tiny_pretraining(tmp_path)
+    overrides += ["optimizer.warmup_steps=0", "optimizer.learning_rate=1e-3"]
+    common = dict(config="pretrain/demo", data=data, vocab_file=vocab,
+                  model_dir=str(tmp_path / "run"), train_steps=8, overrides=overrides,
+                  export=False)
+    part = electra_tf.pretrain(stop_at_step=4, **common)
+    assert part.status == "finished" and part.step == 4 and part.checkpoint.endswith("ckpt-4")
+    assert part.config.optimizer.train_steps == 8
+    # Halfway through a linear decay over 8 steps, not at the end of one over 4.
+    assert float(part.model.optimizer.learning_rate) == pytest.approx(5e-4, rel=1e-3)
+    rest = electra_tf.pretrain(**common)  # continues to the end of the schedule
+    assert rest.step == 8 and rest.checkpoint.endswith("ckpt-8")
+    with pytest.raises(electra_tf.UserError, match="stop_at_step"):
+        electra_tf.pretrain(stop_at_step=0, **common)
 
 
 def test_pretrain_refuses_bad_input_with_a_user_error(tmp_path):

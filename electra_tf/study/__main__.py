@@ -43,6 +43,10 @@ flags.DEFINE_multi_string("override", [], "Pretraining config override section.k
 flags.DEFINE_list("checkpoints", ["1000", "4000", "16000"], "ELECTRA pretraining steps whose "
                   "encoders are fine-tuned, each a multiple of the first; the last is the run's "
                   "length. The MLM baseline gets the same FLOPs at each.")
+flags.DEFINE_integer("schedule_steps", None, "ELECTRA steps the learning-rate schedule spans "
+                     "(default: the last checkpoint). More makes both runs the first part of "
+                     "longer ones, stopped at the last checkpoint; a later study with more "
+                     "checkpoints and the same --schedule_steps continues them.")
 flags.DEFINE_list("labels", ["100", "300", "1000", "all"], "Label counts: training examples "
                   "to fine-tune on (the same subset for every encoder), 'all' for the whole "
                   "training set.")
@@ -78,7 +82,8 @@ def main(argv):
         result = run_study(
             data_dir=FLAGS.data_dir, output_dir=FLAGS.output_dir,
             pretrain_config=FLAGS.pretrain_config, overrides=FLAGS.override,
-            checkpoints=FLAGS.checkpoints, labels=FLAGS.labels, seeds=FLAGS.seeds,
+            checkpoints=FLAGS.checkpoints, schedule_steps=FLAGS.schedule_steps,
+            labels=FLAGS.labels, seeds=FLAGS.seeds,
             learning_rates=FLAGS.learning_rates, finetune_config=FLAGS.finetune_config,
             finetune_overrides=FLAGS.finetune_override,
             min_finetune_steps=FLAGS.min_finetune_steps,

@@ -92,7 +92,9 @@ def parse_objectives(values) -> tuple[str, ...]:
 
 @dataclasses.dataclass(frozen=True)
 class PretrainingPlan:
-    """One pretraining run: its steps, checkpoint cadence and the steps kept as encoders."""
+    """One pretraining run: its steps, checkpoint cadence and the steps kept as encoders, and
+    the steps its learning-rate schedule spans (more than it trains when the study's runs are
+    the first part of longer ones)."""
 
     objective: str  # "electra" or "mlm"
     train_steps: int
@@ -100,24 +102,49 @@ class PretrainingPlan:
     keep: int  # run.keep_checkpoint_max: every encoder step survives (plus one spare save)
     encoder_steps: tuple[int, ...]
     step_flops: float
+    schedule_steps: int = 0  # optimizer.train_steps; 0: train_steps
+
+    def __post_init__(self):
+        if not self.schedule_steps:
+            object.__setattr__(self, "schedule_steps", self.train_steps)
 
     def flops(self, step: int) -> float:
         return step * self.step_flops
 
 
-def electra_plan(checkpoints: tuple[int, ...], step_flops: float) -> PretrainingPlan:
+def parse_schedule_steps(value, checkpoints: tuple[int, ...]) -> int:
+    """ELECTRA steps the learning-rate schedule spans: the last checkpoint (None or 0) or more
+    (the runs are then the first checkpoints[-1] steps of longer ones)."""
+    if not value:
+        return checkpoints[-1]
+    try:
+        steps = int(value)
+    except (TypeError, ValueError):
+        raise StudyError(f"--schedule_steps must be a whole number of steps, got {value!r}"
+                         ) from None
+    if steps < checkpoints[-1]:
+        raise StudyError(f"--schedule_steps ({steps}) must be at least the last checkpoint "
+                         f"({checkpoints[-1]})")
+    return steps
+
+
+def electra_plan(checkpoints: tuple[int, ...], step_flops: float,
+                 schedule_steps: int | None = None) -> PretrainingPlan:
     first, last = checkpoints[0], checkpoints[-1]
-    return PretrainingPlan("electra", last, first, last // first + 1, checkpoints, step_flops)
+    return PretrainingPlan("electra", last, first, last // first + 1, checkpoints, step_flops,
+                           schedule_steps or last)
 
 
 def mlm_plan(checkpoints: tuple[int, ...], electra_step_flops: float,
-             mlm_step_flops: float) -> PretrainingPlan:
+             mlm_step_flops: float, schedule_steps: int | None = None) -> PretrainingPlan:
     """The MLM baseline at ELECTRA's FLOPs: total round(last * ratio) steps, saves every
     round(first * ratio), so its encoders sit at the same fractions of its run as ELECTRA's
-    (ratio = ELECTRA's step FLOPs / the MLM's). Each encoder's FLOPs are its exact steps x step
-    FLOPs; the last matches ELECTRA's last to within half an MLM step."""
+    (ratio = ELECTRA's step FLOPs / the MLM's); its schedule spans round(schedule_steps *
+    ratio) steps. Each encoder's FLOPs are its exact steps x step FLOPs; the last matches
+    ELECTRA's last to within half an MLM step."""
     ratio = electra_step_flops / mlm_step_flops
     first, last = checkpoints[0], checkpoints[-1]
+    schedule = max(1, round((schedule_steps or last) * ratio))
     every = max(1, round(first * ratio))
     total = max(1, round(last * ratio))
     steps = tuple(step // first * every for step in checkpoints[:-1]) + (total,)
@@ -126,7 +153,7 @@ def mlm_plan(checkpoints: tuple[int, ...], electra_step_flops: float,
                          f"{ratio:.3f} MLM steps per ELECTRA step) are not increasing: space "
                          "--checkpoints further apart")
     keep = total // every + (1 if total % every else 0) + 1
-    return PretrainingPlan("mlm", total, every, keep, steps, mlm_step_flops)
+    return PretrainingPlan("mlm", total, every, keep, steps, mlm_step_flops, max(schedule, total))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -52,18 +52,20 @@ def step_flops(config) -> float:
 
 
 def plan_runs(config_name: str, user_overrides, data: StudyData, checkpoints: tuple[int, ...],
-              objectives: tuple[str, ...]) -> list[plan.PretrainingPlan]:
-    """The runs of `objectives`, the MLM's at the FLOPs of ELECTRA's `checkpoints` (checked
-    before anything trains: a bad override fails here)."""
+              objectives: tuple[str, ...], schedule_steps: int | None = None
+              ) -> list[plan.PretrainingPlan]:
+    """The runs of `objectives`, the MLM's at the FLOPs of ELECTRA's `checkpoints`, their
+    learning rates scheduled over `schedule_steps` ELECTRA steps (None: the last checkpoint).
+    Checked before anything trains: a bad override fails here."""
     electra_flops = step_flops(_resolved_config(config_name, _overrides("electra", user_overrides),
                                                 data))
     runs = []
     if "electra" in objectives:
-        runs.append(plan.electra_plan(checkpoints, electra_flops))
+        runs.append(plan.electra_plan(checkpoints, electra_flops, schedule_steps))
     if "mlm" in objectives:
         mlm_flops = step_flops(_resolved_config(config_name, _overrides("mlm", user_overrides),
                                                 data))
-        runs.append(plan.mlm_plan(checkpoints, electra_flops, mlm_flops))
+        runs.append(plan.mlm_plan(checkpoints, electra_flops, mlm_flops, schedule_steps))
     return runs
 
 
@@ -91,16 +93,18 @@ def pretrain_all(runs: list[plan.PretrainingPlan], config_name: str, user_overri
         if _finished(run_dir, run):
             logging.info("%s pretraining is finished (%s); keeping it", run.objective, run_dir)
         else:
-            logging.info("pretraining %s: %d steps (%.3g FLOPs each) into %s, encoders at steps "
-                         "%s", run.objective, run.train_steps, run.step_flops, run_dir,
+            logging.info("pretraining %s: %d steps (%.3g FLOPs each; learning rate scheduled "
+                         "over %d) into %s, encoders at steps %s", run.objective, run.train_steps,
+                         run.step_flops, run.schedule_steps, run_dir,
                          ", ".join(map(str, run.encoder_steps)))
             overrides = _overrides(run.objective, user_overrides) + [
                 f"run.save_checkpoints_steps={run.save_every}",
                 f"run.keep_checkpoint_max={run.keep}"]
             result = pretrain(config=config_name, data=data.records,
                               eval_data=data.heldout_records, vocab_file=data.vocab_file,
-                              model_dir=run_dir, train_steps=run.train_steps,
-                              overrides=overrides, export=False, preemption=preemption)
+                              model_dir=run_dir, train_steps=run.schedule_steps,
+                              stop_at_step=run.train_steps, overrides=overrides, export=False,
+                              preemption=preemption)
             if result.status != "finished":
                 return None
             missing = [step for step in run.encoder_steps

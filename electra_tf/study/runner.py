@@ -30,7 +30,8 @@ from electra_tf.training.callbacks import with_preemption
 
 STUDY_FILE = "study.json"
 # Settings a finished piece depends on: a rerun must keep them.
-FIXED_SETTINGS = ("data_dir", "pretrain_config", "overrides", "checkpoints", "max_seq_length",
+FIXED_SETTINGS = ("data_dir", "pretrain_config", "overrides", "checkpoints", "schedule_steps",
+                  "max_seq_length",
                   "finetune_config", "finetune_overrides", "min_finetune_steps",
                   "finetune_max_seq_length")
 
@@ -77,7 +78,7 @@ def _write_study_file(output_dir: str, settings: dict, runs, data) -> None:
 @with_preemption
 def run_study(*, data_dir: str = "data/debian", output_dir: str = "runs/study",
               pretrain_config: str = "pretrain/study", overrides: Sequence[str] = (),
-              checkpoints: Sequence[int] = (500, 2000, 8000),
+              checkpoints: Sequence[int] = (500, 2000, 8000), schedule_steps: int | None = None,
               labels: Sequence[int | str] = (100, 300, 1000, "all"), seeds: int = 5,
               learning_rates: Sequence[float] = (3e-4, 1e-3, 3e-3),
               finetune_config: str = "finetune/small", finetune_overrides: Sequence[str] = (),
@@ -94,6 +95,9 @@ def run_study(*, data_dir: str = "data/debian", output_dir: str = "runs/study",
         pretraining runs (run.max_seq_length is set to `max_seq_length` before them).
       checkpoints: ELECTRA steps of the encoders, multiples of the first; the last is the
         run's length. The MLM baseline gets the same FLOPs at each.
+      schedule_steps: ELECTRA steps the learning-rate schedule spans (None: the last
+        checkpoint). More makes the runs the first part of longer ones, so that a later study
+        with more checkpoints and the same schedule_steps continues them.
       labels: training-set sizes to fine-tune on, "all" for the whole set.
       seeds: fine-tuning seeds per encoder and label count (seed 0 also chooses the rate).
       learning_rates: the grid seed 0 runs over.
@@ -109,6 +113,7 @@ def run_study(*, data_dir: str = "data/debian", output_dir: str = "runs/study",
       preemption: a `callbacks.Preemption` installed earlier (SIGTERM: stop, rerun to resume).
     """
     checkpoints = plan.parse_checkpoints(checkpoints)
+    schedule_steps = plan.parse_schedule_steps(schedule_steps, checkpoints)
     label_counts = plan.parse_label_counts(labels)
     learning_rates = plan.parse_learning_rates(learning_rates)
     objectives = plan.parse_objectives(objectives)
@@ -121,6 +126,7 @@ def run_study(*, data_dir: str = "data/debian", output_dir: str = "runs/study",
     overrides = [f"run.max_seq_length={max_seq_length}", *overrides]
     settings = {"data_dir": os.path.abspath(data_dir), "pretrain_config": pretrain_config,
                 "overrides": overrides, "checkpoints": list(checkpoints),
+                "schedule_steps": schedule_steps,
                 "max_seq_length": max_seq_length, "finetune_config": finetune_config,
                 "finetune_overrides": list(finetune_overrides),
                 "min_finetune_steps": min_finetune_steps,
@@ -132,7 +138,8 @@ def run_study(*, data_dir: str = "data/debian", output_dir: str = "runs/study",
     from electra_tf.study import data as data_lib, grid, pretraining, report, results
 
     data = data_lib.prepare_data(data_dir, vocab_size, max_seq_length)
-    runs = pretraining.plan_runs(pretrain_config, overrides, data, checkpoints, objectives)
+    runs = pretraining.plan_runs(pretrain_config, overrides, data, checkpoints, objectives,
+                                 schedule_steps)
     for run in runs:
         logging.info("%s: %d steps of %.3g FLOPs; encoders at steps %s (%s FLOPs)",
                      run.objective, run.train_steps, run.step_flops,

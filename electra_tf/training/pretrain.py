@@ -161,6 +161,7 @@ def pretrain(*, config: str | None = None, data: str | None = None,
              strategy: str | tf.distribute.Strategy = "auto", tpu: str | None = None,
              mixed_precision: str = "none", jit_compile: bool | None = None,
              cpu_devices: int = 0, deterministic: bool = False, export: bool = True,
+             stop_at_step: int | None = None,
              preemption: callbacks.Preemption | None = None) -> PretrainResult:
     """Pretrains ELECTRA (or the configured objective) and returns a `PretrainResult`.
 
@@ -187,6 +188,9 @@ def pretrain(*, config: str | None = None, data: str | None = None,
       cpu_devices: split the CPU into this many logical devices (before TensorFlow starts).
       deterministic: TensorFlow op determinism (bitwise-reproducible runs and resumes).
       export: write the discriminator's SavedModel under model_dir/export/<step>.
+      stop_at_step: stop (and save) at this step, with the learning-rate schedule of the whole
+        train_steps: a piece of a longer run, continued by calling again with a later step or
+        None. The result's status is "finished" when the step is reached.
       preemption: a `callbacks.Preemption` installed earlier (SIGTERM during setup is kept).
     """
     started = time.time()
@@ -204,6 +208,8 @@ def pretrain(*, config: str | None = None, data: str | None = None,
     distribution.split_cpu(cpu_devices)
     if deterministic:
         tf.config.experimental.enable_op_determinism()
+    if stop_at_step is not None and stop_at_step < 1:
+        raise RunError(f"stop_at_step must be a positive step, got {stop_at_step}")
     if demo:
         data, demo_eval_data, vocab_file = prepare_demo_data(model_dir)
         eval_data = eval_data or demo_eval_data
@@ -225,13 +231,13 @@ def pretrain(*, config: str | None = None, data: str | None = None,
     keras.mixed_precision.set_dtype_policy(distribution.DTYPE_POLICIES[mixed_precision])
     try:  # the model keeps its policy; the caller's global one is left as it was
         return _train(run_config, config_name, strategy, model_dir, files, eval_files,
-                      init_checkpoint, jit_compile, export, preemption, started)
+                      init_checkpoint, jit_compile, export, preemption, started, stop_at_step)
     finally:
         keras.mixed_precision.set_dtype_policy(previous_policy)
 
 
 def _train(config, config_name, strategy, model_dir, files, eval_files, init_checkpoint,
-           jit_compile, export, preemption, started) -> PretrainResult:
+           jit_compile, export, preemption, started, stop_at_step) -> PretrainResult:
     is_chief = strategy.extended.should_checkpoint  # False only on non-chief multi-worker tasks
     write_dir = model_dir
     if not is_chief:  # collective saves need every worker; only the chief's copy is kept
@@ -257,7 +263,8 @@ def _train(config, config_name, strategy, model_dir, files, eval_files, init_che
         checkpointing.restore_weights(model, init_checkpoint)
         logging.info("initialised weights from %s", init_checkpoint)
 
-    total = config.optimizer.train_steps
+    schedule_steps = config.optimizer.train_steps
+    total = min(schedule_steps, stop_at_step or schedule_steps)  # where this call stops
     guard = callbacks.CheckpointAndGuard(run_checkpoint, config.run.save_checkpoints_steps, start,
                                          preemption)
     progress = callbacks.ProgressLogger(total, start, config.run.log_every_steps,
@@ -277,9 +284,11 @@ def _train(config, config_name, strategy, model_dir, files, eval_files, init_che
             strategy, files, config.run.train_batch_size, config.run.max_seq_length,
             config.objective, seed=config.objective.seed, skip_global_batches=start,
             shuffle_buffer=config.run.shuffle_buffer)
-        logging.info("training %s (%s, %s) from step %d to %d on %d replica(s), global batch %d",
-                     config_name, type(strategy).__name__, "XLA" if jit_compile else "no XLA",
-                     start, total, strategy.num_replicas_in_sync, config.run.train_batch_size)
+        logging.info("training %s (%s, %s) from step %d to %d%s on %d replica(s), global "
+                     "batch %d", config_name, type(strategy).__name__,
+                     "XLA" if jit_compile else "no XLA", start, total,
+                     f" of {schedule_steps}" if total < schedule_steps else "",
+                     strategy.num_replicas_in_sync, config.run.train_batch_size)
         try:
             model.fit(dataset, steps_per_epoch=total - start, epochs=1, verbose=0,
                       callbacks=run_callbacks)

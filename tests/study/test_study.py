@@ -93,6 +93,23 @@ def test_mlm_checkpoints_are_at_electras_flops():
     assert (electra_run.train_steps, electra_run.save_every, electra_run.keep) == (8000, 500, 17)
 
 
+def test_a_longer_schedule_stops_both_runs_at_the_last_checkpoint():
+    checkpoints = (500, 2000, 8000)
+    electra, mlm = 1.3e9, 1.0e9
+    electra_run = plan.electra_plan(checkpoints, electra, 32000)
+    assert (electra_run.train_steps, electra_run.schedule_steps) == (8000, 32000)
+    mlm_run = plan.mlm_plan(checkpoints, electra, mlm, 32000)
+    assert mlm_run.encoder_steps == (650, 2600, 10400)  # as without the longer schedule
+    assert (mlm_run.train_steps, mlm_run.schedule_steps) == (10400, 41600)
+    assert plan.electra_plan(checkpoints, electra).schedule_steps == 8000
+    assert plan.mlm_plan(checkpoints, electra, mlm).schedule_steps == 10400
+    assert plan.parse_schedule_steps(None, checkpoints) == 8000
+    assert plan.parse_schedule_steps("16000", checkpoints) == 16000
+    for bad in ("4000", "many"):
+        with pytest.raises(plan.StudyError, match="schedule_steps"):
+            plan.parse_schedule_steps(bad, checkpoints)
+
+
 def test_flag_values_are_checked():
     assert plan.parse_checkpoints(["5", "10", "40"]) == (5, 10, 40)
     for bad in (["10", "15"], ["10", "5"], [], ["0"]):
