@@ -84,8 +84,11 @@ flags.DEFINE_string("vocab_file", None, "vocab.txt (default: the one that came w
                     "init checkpoint).")
 flags.DEFINE_string("model_dir", None, "Output directory (required, except for the demo).")
 flags.DEFINE_string("config", None, "Fine-tuning recipe (path or name under configs/, e.g. "
-                    "finetune/small, finetune/small_paper, finetune/large). Default: finetune/small "
-                    "(the original code's values).")
+                    "finetune/small, finetune/small_paper, finetune/large). Default: "
+                    "finetune/default: the original code's values, but the learning rate by the "
+                    "encoder's width (the paper's 3e-4 at 256, 1e-4 at 768, 5e-5 at 1024; 6e-4 "
+                    "at 128) and at least 100 steps. finetune/small is the original code's "
+                    "recipe as it is (lr 1e-4).")
 flags.DEFINE_multi_string("override", [], "Config override section.key=value, e.g. "
                           "--override finetune.num_train_epochs=2 --override optimizer.learning_rate=3e-4.")
 flags.DEFINE_integer("num_trials", 1, "Runs with seeds seed, seed+1, ... from the same "
@@ -131,7 +134,7 @@ def run() -> int:
     # Everything that can be refused is checked before any training: config, every task's data.
     overrides = list(FLAGS.override) + (
         [f"finetune.vocab_file={FLAGS.vocab_file}"] if FLAGS.vocab_file else [])
-    configs = [api.resolve_config(source, FLAGS.config or "finetune/small", overrides, name)
+    configs = [api.resolve_config(source, FLAGS.config or api.DEFAULT_CONFIG, overrides, name)
                for name in FLAGS.task]
     loaded = [api.load_task(
         name, data_dir=FLAGS.data_dir, use_tfds=FLAGS.tfds, tfds_data_dir=FLAGS.tfds_data_dir,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from electra_tf.config import FinetuneConfig, apply_dict, load_config
+from electra_tf.config import FinetuneConfig, apply_dict, learning_rate_for_width, load_config
 from electra_tf.data.classification_data import TaskDataError
 from electra_tf.finetuning import runner, tasks
 from electra_tf.finetuning.question_answering import QA_TASKS, load_squad_task
@@ -29,15 +29,29 @@ def build_classifier(init_checkpoint: str, num_labels: int = 2, regression: bool
     return model
 
 
-def resolve_config(source=None, config: str = "finetune/small", overrides=(),
+# The recipe without --config: it learns on small models and small training sets too.
+DEFAULT_CONFIG = "finetune/default"
+
+
+def resolve_config(source=None, config: str = DEFAULT_CONFIG, overrides=(),
                    task: str | None = None) -> FinetuneConfig:
     """The recipe with the init checkpoint's model sizes, then the task's own defaults (as the
-    original: max_seq_length 512 for SQuAD), then overrides; checked to fit the checkpoint."""
+    original: max_seq_length 512 for SQuAD), then overrides; checked to fit the checkpoint.
+
+    A recipe (with its includes and overrides) that names no optimizer.learning_rate gets
+    `learning_rate_for_width` of the resolved model's hidden size."""
     base = FinetuneConfig()
     if source is not None:
         base = apply_dict(base, {"model": dataclasses.asdict(source.model_config)},
                           "the init checkpoint")
-    resolved = load_config(config, overrides=[*tasks.task_overrides(task), *overrides], base=base)
+    overrides = [*tasks.task_overrides(task), *overrides]
+    unset = object()  # tells whether the recipe named a rate: resolve once with none in base
+    probe = load_config(config, overrides=overrides, base=dataclasses.replace(
+        base, optimizer=dataclasses.replace(base.optimizer, learning_rate=unset)), validate=False)
+    if probe.optimizer.learning_rate is unset:
+        base = dataclasses.replace(base, optimizer=dataclasses.replace(
+            base.optimizer, learning_rate=learning_rate_for_width(probe.model.hidden_size)))
+    resolved = load_config(config, overrides=overrides, base=base)
     if source is not None:
         check_fits(source, resolved.model)
     return resolved
@@ -71,7 +85,7 @@ def load_task(name: str, *, data_dir=None, use_tfds=False, tfds_data_dir=None, t
 
 
 def finetune(task: str | tasks.TaskData, *, model_dir: str, init_checkpoint: str | None = None,
-             config: str = "finetune/small", overrides=(), vocab_file: str | None = None,
+             config: str = DEFAULT_CONFIG, overrides=(), vocab_file: str | None = None,
              num_trials: int = 1, strategy=None, jit_compile: bool = False, export: bool = True,
              with_tokenizer: bool = False, do_predict: bool = False, preemption=None,
              **task_options) -> dict:

@@ -58,10 +58,14 @@ def featurize_task(task, config: FinetuneConfig, vocab_file: str, work_dir: str 
 
 def steps_for(job: TaskJob, config: FinetuneConfig) -> tuple[int, int, int]:
     """(steps per epoch, total steps, warmup steps) as the original: the train set padded to
-    a multiple of the batch, times the epochs; warmup a proportion of the total."""
+    a multiple of the batch, times the epochs; warmup a proportion of the total. Without
+    finetune.num_train_epochs, a training set too small for finetune.min_train_steps in the
+    task's epochs gets whole epochs more until it has them."""
     epochs = config.finetune.num_train_epochs or job.default_epochs
     per_epoch = math.ceil(job.num_train / config.finetune.train_batch_size)
     total = max(1, int(per_epoch * epochs))
+    if config.finetune.num_train_epochs is None and total < config.finetune.min_train_steps:
+        total = per_epoch * math.ceil(config.finetune.min_train_steps / per_epoch)
     return per_epoch, total, int(total * config.finetune.warmup_proportion)
 
 
