@@ -61,7 +61,65 @@ def format_table(summary: dict) -> str:
     lines += ["", "Fine-tuning epochs: " + ", ".join(
         f"{_column_title(n, summary['sizes'][n])}: {summary['sizes'][n]['epochs']}"
         for n in counts) + f"; {summary['trials']} trials."]
+    trends = gap_trends(summary)
+    if trends:
+        lines += ["", "Gap to no pretraining (median minus median, test points), fitted as a "
+                  "line in log FLOPs:", ""]
+        lines += [f"- {_format_trend(t)}" for t in trends]
     return "\n".join(lines)
+
+
+def gap_trends(summary: dict) -> list[dict]:
+    """Per pretraining objective and label count with two or more checkpoints: the gap between
+    its median test accuracy and the random initialisation's at each checkpoint, the least-
+    squares line gap = a + b ln(FLOPs), its change per doubling of FLOPs (b ln 2) and, when the
+    line rises towards zero from below, the FLOPs where it reaches zero (an extrapolation)."""
+    random_cells = next((e["cells"] for e in summary["encoders"].values()
+                         if e["objective"] == "none"), None)
+    if random_cells is None:
+        return []
+    trends = []
+    for objective in LINE_STYLES:
+        for n in summary["label_counts"]:
+            if n not in random_cells or random_cells[n]["test"]["median"] is None:
+                continue
+            baseline = random_cells[n]["test"]["median"]
+            points = sorted((e["flops"], e["cells"][n]["test"]["median"] - baseline)
+                            for e in summary["encoders"].values()
+                            if e["objective"] == objective and n in e["cells"]
+                            and e["cells"][n]["test"]["median"] is not None)
+            if len(points) < 2:
+                continue
+            xs = [math.log(f) for f, _ in points]
+            ys = [g for _, g in points]
+            mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+            slope = (sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys))
+                     / sum((x - mean_x) ** 2 for x in xs))
+            intercept = mean_y - slope * mean_x
+            crossing = None
+            if ys[-1] < 0 < slope:
+                crossing = math.exp(-intercept / slope)
+            trends.append({"objective": objective, "n": n, "flops": [f for f, _ in points],
+                           "gaps": ys, "per_doubling": slope * math.log(2),
+                           "crossing_flops": crossing})
+    return trends
+
+
+def _format_trend(trend: dict) -> str:
+    label = LINE_STYLES[trend["objective"]][0]
+    n = trend["n"] if trend["n"] == plan.ALL else f"n={int(trend['n']):,}"
+    gaps = ", ".join(f"{g:+.1f}" for g in trend["gaps"])
+    text = (f"{label}, {n}: {gaps} at {', '.join(f'{f:.3g}' for f in trend['flops'])} FLOPs; "
+            f"{trend['per_doubling']:+.2f} points per doubling")
+    if trend["crossing_flops"]:
+        factor = trend["crossing_flops"] / trend["flops"][-1]
+        text += (f"; the line reaches 0 at {trend['crossing_flops']:.3g} FLOPs ({factor:.3g}x "
+                 "the largest budget)")
+    elif trend["gaps"][-1] >= 0:
+        text += "; ahead at the largest budget"
+    else:
+        text += "; not closing"
+    return text
 
 
 def plot(summary: dict, path: str) -> str | None:
@@ -135,6 +193,7 @@ def write_report(output_dir: str) -> dict[str, str | None]:
     if not records:
         raise plan.StudyError(f"{results_lib.results_path(output_dir)} holds no finished trial")
     summary = results_lib.summarize(records)
+    summary["trends"] = gap_trends(summary)
     summary_path = os.path.join(output_dir, SUMMARY_FILE)
     with open(summary_path + ".tmp", "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=1)

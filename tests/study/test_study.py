@@ -305,3 +305,29 @@ def test_a_tiny_study_runs_end_to_end_and_resumes(tmp_path):
     # Another pretraining setting in the same directory is refused before anything runs.
     changed = run_in_process([*args, "--checkpoints", "10,20"], module=MODULE)
     assert changed.returncode == 1 and "checkpoints" in changed.stderr
+
+
+def test_gap_trends_fit_the_gap_to_random_init_in_log_flops():
+    from electra_tf.study.report import _format_trend, gap_trends
+
+    def cell(median):
+        return {"test": {"median": median}}
+
+    summary = {"label_counts": ["100", "all"], "encoders": {
+        "random": {"objective": "none", "flops": 0.0, "cells": {"100": cell(60.0),
+                                                                "all": cell(80.0)}},
+        "electra@1": {"objective": "electra", "flops": 1e13, "cells": {"100": cell(40.0),
+                                                                       "all": cell(81.0)}},
+        "electra@2": {"objective": "electra", "flops": 1e14, "cells": {"100": cell(50.0),
+                                                                       "all": cell(82.0)}},
+        "mlm@1": {"objective": "mlm", "flops": 1e13, "cells": {"100": cell(45.0)}}}}
+    trends = gap_trends(summary)
+    assert [(t["objective"], t["n"]) for t in trends] == [("electra", "100"), ("electra", "all")]
+    closing, ahead = trends
+    assert closing["gaps"] == [-20.0, -10.0]
+    assert closing["per_doubling"] == pytest.approx(10 * math.log(2) / math.log(10))
+    assert closing["crossing_flops"] == pytest.approx(1e15)  # 10 more points, one more decade
+    assert "reaches 0 at 1e+15 FLOPs (10x the largest budget)" in _format_trend(closing)
+    assert ahead["crossing_flops"] is None and "ahead at the largest budget" in _format_trend(ahead)
+    del summary["encoders"]["random"]
+    assert gap_trends(summary) == []
