@@ -77,6 +77,10 @@ def _finished_pretraining(run_dir: str) -> bool:
     return tf.train.latest_checkpoint(os.path.join(run_dir, "checkpoints")) is not None
 
 
+def _electra_steps(electra_dir: str) -> int:
+    return load_config(os.path.join(electra_dir, "config.yaml")).optimizer.train_steps
+
+
 def _mlm_steps(electra_dir: str) -> int:
     """Steps of the MLM baseline with the FLOPs of the ELECTRA demo's run."""
     from electra_tf.data.masking import max_predictions_per_seq
@@ -93,7 +97,9 @@ def _mlm_steps(electra_dir: str) -> int:
 def _pretrain_mlm_baseline(steps: int) -> None:
     logging.info("pretraining the MLM baseline for %d steps (the ELECTRA demo's FLOPs) in %s",
                  steps, MLM_DIR)
+    # The ELECTRA run's own config (sizes, recipe, overrides it was run with), as an MLM.
     command = [sys.executable, "-m", "electra_tf.run_pretraining", "--model_dir", MLM_DIR,
+               "--config", os.path.join(ELECTRA_DIR, "config.yaml"),
                "--override", "objective.electra_objective=false", "--train_steps", str(steps),
                "--noexport"]
     if subprocess.run(command).returncode != 0:
@@ -121,18 +127,24 @@ def run_demo(config_name: str = "finetune/demo", trials: int = TRIALS) -> int:
     majority = max(LABELS, key=labels.count)
     dev = [e.label for e in task.eval_splits["dev"]]
     majority_accuracy = 100.0 * dev.count(majority) / len(dev)
-    print(format_table(rows, majority_accuracy, steps, len(task.train), len(dev)), flush=True)
+    print(format_table(rows, majority_accuracy, _electra_steps(ELECTRA_DIR), steps,
+                       len(task.train), len(dev), config.optimizer.learning_rate), flush=True)
     return 0
 
 
-def format_table(rows, majority_accuracy: float, mlm_steps: int, num_train: int, num_dev: int) -> str:
+def format_table(rows, majority_accuracy: float, electra_steps: int, mlm_steps: int,
+                 num_train: int, num_dev: int, learning_rate: float) -> str:
+    """Markdown: a row per encoder with the median dev accuracy, min-max and every trial."""
+    trials = len(rows[0][1]["values"])
     lines = [f"coherence task: {num_train} training pairs, {num_dev} dev pairs from held-out "
-             f"documents; dev accuracy (%), median of {len(rows[0][1]['values'])} seeds",
-             "| encoder | median | trials |", "|---|---|---|"]
+             f"documents; dev accuracy (%), {trials} seeds, fine-tuning lr {learning_rate:g}",
+             "", "| encoder | median | min-max | trials |", "|---|---|---|---|"]
+    names = {"ELECTRA": f"ELECTRA ({electra_steps} pretraining steps)",
+             "MLM baseline": f"MLM baseline ({mlm_steps} steps, same FLOPs)"}
     for name, values in rows:
-        lines.append(f"| {name} | {values['median']:.1f} | "
+        lines.append(f"| {names.get(name, name)} | {values['median']:.1f} | "
+                     f"{min(values['values']):.1f}-{max(values['values']):.1f} | "
                      + " ".join(f"{v:.1f}" for v in values["values"]) + " |")
-    lines.append(f"| majority class | {majority_accuracy:.1f} | |")
-    lines.append(f"(MLM baseline: {mlm_steps} pretraining steps = the FLOPs of ELECTRA's 600; "
-                 f"runs under {OUTPUT_DIR})")
+    lines.append(f"| majority class | {majority_accuracy:.1f} | | |")
+    lines.append(f"(runs under {OUTPUT_DIR})")
     return "\n".join(lines)

@@ -36,9 +36,34 @@ def test_mlm_baseline_gets_the_flops_of_the_electra_run(tmp_path):
     assert steps > 600  # the MLM model alone is cheaper per step than generator + discriminator
 
 
+def test_mlm_baseline_is_the_electra_runs_own_config_as_an_mlm(monkeypatch):
+    commands = []
+
+    class Finished:
+        returncode = 0
+
+    monkeypatch.setattr(demo.subprocess, "run", lambda command: commands.append(command) or Finished)
+    demo._pretrain_mlm_baseline(786)
+    command = commands[0]
+    assert command[command.index("--config") + 1] == f"{demo.ELECTRA_DIR}/config.yaml"
+    assert command[command.index("--model_dir") + 1] == demo.MLM_DIR
+    assert command[command.index("--train_steps") + 1] == "786"
+    assert "objective.electra_objective=false" in command
+
+
 def test_table_lists_every_row_and_the_majority_class():
     values = {"values": [70.0, 72.0, 71.0], "median": 71.0}
     table = demo.format_table([("ELECTRA", values), ("MLM baseline", values),
-                               ("no pretraining", values)], 51.8, 791, 4000, 1649)
-    assert "| ELECTRA | 71.0 | 70.0 72.0 71.0 |" in table
-    assert "| majority class | 51.8 | |" in table and "791 pretraining steps" in table
+                               ("no pretraining", values)], 51.8, 600, 791, 4000, 1649, 1.2e-3)
+    assert "| ELECTRA (600 pretraining steps) | 71.0 | 70.0-72.0 | 70.0 72.0 71.0 |" in table
+    assert "| MLM baseline (791 steps, same FLOPs) | 71.0 |" in table
+    assert "| no pretraining | 71.0 |" in table
+    assert "| majority class | 51.8 | | |" in table and "lr 0.0012" in table
+
+
+def test_the_demo_recipe_takes_the_learning_rate_of_the_tiny_models_width():
+    from electra_tf.finetuning.api import resolve_config
+
+    config = resolve_config(None, "finetune/demo", ["model.hidden_size=64", "model.num_heads=1",
+                                                    "model.intermediate_size=256"])
+    assert config.optimizer.learning_rate == 1.2e-3 and config.finetune.max_seq_length == 64
