@@ -40,7 +40,7 @@ flags.DEFINE_string("pretrain_config", "pretrain/study", "Pretraining recipe of 
                     "path, or a name under configs/).")
 flags.DEFINE_multi_string("override", [], "Pretraining config override section.key=value, for "
                           "both runs (repeatable), e.g. run.train_batch_size=64.")
-flags.DEFINE_list("checkpoints", ["1000", "4000", "16000"], "ELECTRA pretraining steps whose "
+flags.DEFINE_list("checkpoints", ["1000", "3000", "9000"], "ELECTRA pretraining steps whose "
                   "encoders are fine-tuned, each a multiple of the first; the last is the run's "
                   "length. The MLM baseline gets the same FLOPs at each.")
 flags.DEFINE_integer("schedule_steps", None, "ELECTRA steps the learning-rate schedule spans "
