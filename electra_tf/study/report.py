@@ -177,7 +177,10 @@ def _draw_panel(ax, summary: dict, n: str) -> None:
                     label=label, yerr=[[m - t["min"] for m, (_, t) in zip(medians, points)],
                                        [t["max"] - m for m, (_, t) in zip(medians, points)]])
     if any(lines.values()):
+        from matplotlib.ticker import NullFormatter
+
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # 2x10^13, 3x10^13, ... overlap
     ax.axhline(summary["majority"][n]["test"]["median"], color="gray", linestyle="--",
                label="majority class")
     ax.set_title(_column_title(n, summary["sizes"][n]) + " training examples")
