@@ -102,11 +102,7 @@ class PretrainingPlan:
     keep: int  # run.keep_checkpoint_max: every encoder step survives (plus one spare save)
     encoder_steps: tuple[int, ...]
     step_flops: float
-    schedule_steps: int = 0  # optimizer.train_steps; 0: train_steps
-
-    def __post_init__(self):
-        if not self.schedule_steps:
-            object.__setattr__(self, "schedule_steps", self.train_steps)
+    schedule_steps: int  # optimizer.train_steps: train_steps or more
 
     def flops(self, step: int) -> float:
         return step * self.step_flops
