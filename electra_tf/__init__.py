@@ -21,7 +21,12 @@ from __future__ import annotations
 
 import importlib
 
+from electra_tf import presets as _presets
+
 __version__ = "0.1.0"
+
+# The models' `from_preset` resolve through this registry; the loader is imported on first use.
+_presets.register_preset_loader("electra_tf.loading:load_for_class")
 
 # public name -> module that defines it
 _EXPORTS = {

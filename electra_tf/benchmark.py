@@ -30,14 +30,17 @@ original's), which does not change the work. SQuAD featurization and prediction 
 `electra_tf.benchmark_squad`.
 """
 
+import dataclasses
 import json
 import os
 import statistics
+import tempfile
 import time
 
 from absl import app, flags
 
 from electra_tf import console
+from electra_tf.config import FinetuneConfig, QAConfig, load_config
 from electra_tf.training.flops import encoder_flops_per_token, pretraining_step_flops
 
 console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
@@ -83,7 +86,6 @@ def main(argv):
 
     if FLAGS.threads:
         tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
-    from electra_tf.config import load_config
 
     size = FLAGS.size if os.path.sep in FLAGS.size else f"model/{FLAGS.size}"
     config = load_config(size, overrides=FLAGS.override)
@@ -170,6 +172,7 @@ def with_keras_hub_layers(model):
     """`model` with every TransformerLayer computing keras-hub's TransformerEncoder.call (keras
     MultiHeadAttention and Dense; the block before its faster call) instead of its own. Same
     variables and maths; set before the model is first traced."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     import keras_hub
 
     from electra_tf.models.transformer import TransformerLayer
@@ -181,11 +184,12 @@ def with_keras_hub_layers(model):
 
 
 def _pretrain(config, jit_compile):
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     import numpy as np
     import tensorflow as tf
 
     from electra_tf.data.masking import mask_tokens, max_predictions_per_seq
-    from electra_tf.models import ElectraPretrainer
+    from electra_tf.models.pretrainer_factory import build_pretrainer
     from electra_tf.training.optimizer import create_optimizer
 
     objective = config.objective
@@ -206,13 +210,13 @@ def _pretrain(config, jit_compile):
         model.compile(optimizer=create_optimizer(config.optimizer), jit_compile=jit_compile)
         return lambda: model.train_on_batch(batch)
 
-    step = training_step(ElectraPretrainer(config.model, objective))
+    step = training_step(build_pretrainer(config.model, objective))
     flops = pretraining_step_flops(config.model, FLAGS.batch, FLAGS.seq, num_predictions,
                                    objective.electra_objective)
     baseline = {}
     if FLAGS.against_keras_hub_layers:
         baseline_step = training_step(with_keras_hub_layers(
-            ElectraPretrainer(config.model, objective)))
+            build_pretrainer(config.model, objective)))
         (compile_s, times), baseline = _time_against_keras_hub_layers(step, baseline_step, flops)
     else:
         compile_s, times = _time(step, FLAGS.steps, FLAGS.warmup)
@@ -232,6 +236,7 @@ def _profile(step):
     --profile, after printing the breakdown table; {} without --profile."""
     if not FLAGS.profile:
         return {}
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     import tensorflow as tf
 
     from electra_tf.training.profile_breakdown import format_breakdown, op_breakdown
@@ -261,9 +266,7 @@ def _pair_inputs(vocab_size):
 def _finetune(model, config, labels, jit_compile):
     """Times one fine-tuning step of `model` on `_pair_inputs` with the original's fine-tuning
     optimizer (layer-wise LR decay); FLOPs: 3x the encoder's forward pass."""
-    import dataclasses
-
-    from electra_tf.config import FinetuneConfig
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.training.optimizer import create_optimizer
 
     optimizer_config = dataclasses.replace(FinetuneConfig().optimizer, train_steps=10000,
@@ -279,6 +282,7 @@ def _finetune(model, config, labels, jit_compile):
 
 def _classify(config, jit_compile):
     """One fine-tuning step of the 3-label classifier."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     import numpy as np
 
     from electra_tf.models.classifier import ElectraClassifier
@@ -290,9 +294,9 @@ def _classify(config, jit_compile):
 def _question_answering(config, jit_compile):
     """One fine-tuning step of the question answerer with the qa section's defaults; every
     question answerable, its span (1-4 tokens) inside the context segment."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     import numpy as np
 
-    from electra_tf.config import QAConfig
     from electra_tf.models.question_answerer import ElectraQuestionAnswerer
 
     qa = QAConfig()
@@ -309,8 +313,7 @@ def _question_answering(config, jit_compile):
 
 def _infer(config):
     """serving_default of the exported classifier, loaded back as a model server would."""
-    import tempfile
-
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     import tensorflow as tf
 
     from electra_tf.export.classifier import export_classifier

@@ -28,7 +28,9 @@ Tokens are WordPiece tokens of the corpus lines ([CLS]/[SEP] not counted). A ben
 test: numbers depend on the machine.
 """
 
+import concurrent.futures
 import json
+import multiprocessing
 import os
 import tempfile
 import time
@@ -36,6 +38,8 @@ import time
 from absl import app, flags, logging
 
 from electra_tf import console
+from electra_tf.config import ObjectiveConfig
+from electra_tf.data.corpus import read_documents
 
 console.setup(__name__, default_verbosity=logging.WARNING)  # before TensorFlow loads
 
@@ -66,9 +70,9 @@ def emit(record: dict) -> None:
 
 def _hf_encode(vocab_file, corpus_dir, lower_case, strip_accents):
     """Runs in a fresh process (RAYON_NUM_THREADS is read when the thread pool starts)."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from tokenizers import BertWordPieceTokenizer
 
-    from electra_tf.data.corpus import read_documents
 
     lines = [line for document in read_documents(corpus_dir) for line in document]
     tokenizer = BertWordPieceTokenizer(vocab_file, lowercase=lower_case,
@@ -84,6 +88,7 @@ def _hf_encode(vocab_file, corpus_dir, lower_case, strip_accents):
 def _tokens_per_word(vocab_file: str, lines: list[str], lower_case: bool,
                      strip_accents: bool) -> float:
     """WordPiece tokens of our in-graph tokenizer per whitespace-separated word of `lines`."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     import tensorflow as tf
 
     from electra_tf.data.pretraining_data import TOKENIZE_BATCH_LINES
@@ -99,6 +104,7 @@ def _tokens_per_word(vocab_file: str, lines: list[str], lower_case: bool,
 def _learn_with_hf_trainer(lines: list[str], vocab_size: int, vocab_file: str,
                            min_frequency: int, lower_case: bool, strip_accents: bool) -> list[str]:
     """`tokenizers`' own recipe (BERT normalizer and pre-tokenizer, WordPiece trainer)."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from tokenizers import BertWordPieceTokenizer
 
     from electra_tf.data.tokenization import SPECIAL_TOKENS
@@ -117,6 +123,7 @@ def _learn_with_hf_trainer(lines: list[str], vocab_size: int, vocab_file: str,
 
 def _vocabulary_measures(work: str, strip_accents: bool) -> str:
     """Emits the vocabulary lines; returns the path of our learned vocabulary."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.data import corpus as corpus_lib
     from electra_tf.data.tokenization import load_vocabulary
     from electra_tf.data.vocab_learning import DEFAULT_MIN_FREQUENCY, learn_vocabulary
@@ -173,9 +180,9 @@ def _vocabulary_measures(work: str, strip_accents: bool) -> str:
 
 def _input_pipeline_rate(records_dir, max_seq_length, batch_size, num_batches=200):
     """Batches/s of the training input pipeline alone (read, shuffle, parse, mask, batch)."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     import tensorflow as tf
 
-    from electra_tf.config import ObjectiveConfig
     from electra_tf.data import pipeline, pretraining_data
 
     ids = pretraining_data.load_metadata(records_dir)["special_token_ids"]
@@ -193,9 +200,6 @@ def _input_pipeline_rate(records_dir, max_seq_length, batch_size, num_batches=20
 
 
 def _in_fresh_process(env: dict, fn, *args):
-    import concurrent.futures
-    import multiprocessing
-
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -213,6 +217,7 @@ def _in_fresh_process(env: dict, fn, *args):
 
 def main(argv):
     del argv
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.data import corpus as corpus_lib
     from electra_tf.data import pretraining_data
 

@@ -31,6 +31,7 @@ import numpy as np
 from absl import app, flags, logging
 
 from electra_tf import console
+from electra_tf.config import ObjectiveConfig
 
 console.setup(__name__, default_verbosity=logging.WARNING)  # before TensorFlow loads
 
@@ -74,6 +75,7 @@ def batch_documents(batch: dict) -> np.ndarray:
 
 def shard_documents(shards: list[str], max_seq_length: int) -> np.ndarray:
     """int [examples]: the source document of every record of `shards`, in file order."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.data import pretraining_records as records
 
     dataset = records.read_examples(shards, max_seq_length).batch(4096)
@@ -101,7 +103,7 @@ def mixing_statistics(documents_per_batch: list[np.ndarray], num_documents: int,
 def read_our_stream(shards: list[str], batch_size: int, steps: int, max_seq_length: int,
                     **pipeline_kwargs) -> list[np.ndarray]:
     """Source documents of the first `steps` training batches of `pipeline.make_dataset`."""
-    from electra_tf.config import ObjectiveConfig
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.data import pipeline
 
     objective = ObjectiveConfig(cls_token_id=2, sep_token_id=3, mask_token_id=4)
@@ -157,6 +159,7 @@ flags.DEFINE_integer("seed", 0, "Seed of the corpus, the builds and the readers.
 
 def main(argv):
     del argv
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.data import pipeline, pretraining_data
 
     with tempfile.TemporaryDirectory() as work:

@@ -37,6 +37,8 @@ import time
 from absl import app, flags, logging
 
 from electra_tf import console
+from electra_tf.config import QAConfig, load_config
+from electra_tf.data.corpus import embedded_documents
 
 console.setup(__name__, default_verbosity=logging.WARNING)  # before TensorFlow loads
 
@@ -62,6 +64,7 @@ def emit(record: dict) -> None:
 def squad_like_examples(words: list[str], num_examples: int, seed: int = 0) -> list:
     """Answerable training `SquadExample`s (see the module docstring); the questions of a
     paragraph share its `doc_tokens`, as `read_squad`'s do."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.data.squad import SquadExample
 
     rng = random.Random(seed)
@@ -88,6 +91,7 @@ def _rate_record(measure: str, examples: int, windows: int, seconds: float,
 
 def _featurize(examples, featurizer_args: dict, work: str) -> None:
     """The `featurize` and `write_training_records` lines of one window length."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.data.squad_features import (CHUNK_EXAMPLES, QAFeaturizer,
                                                 write_training_records)
 
@@ -110,9 +114,9 @@ def _featurize(examples, featurizer_args: dict, work: str) -> None:
 
 def _predict(model, examples, featurizer_args: dict) -> None:
     """The `predict` line of one window length."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     import numpy as np
 
-    from electra_tf.config import QAConfig
     from electra_tf.data.squad_features import QAFeaturizer
     from electra_tf.finetuning.classification import batched_inputs
     from electra_tf.finetuning.question_answering import predict_examples
@@ -143,8 +147,7 @@ def _predict(model, examples, featurizer_args: dict) -> None:
 
 def _vocabulary_and_examples(work: str) -> tuple[str, list]:
     """(vocab file, generated questions); emits the `examples` line."""
-    from electra_tf.config import QAConfig
-    from electra_tf.data.corpus import embedded_documents
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.data.squad_features import QAFeaturizer
     from electra_tf.data.tokenization import load_vocabulary
     from electra_tf.data.vocab_learning import learn_vocabulary
@@ -172,9 +175,9 @@ def _vocabulary_and_examples(work: str) -> tuple[str, list]:
 
 def main(argv):
     del argv
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     import keras
 
-    from electra_tf.config import QAConfig, load_config
     from electra_tf.data.tokenization import load_vocabulary
     from electra_tf.models.question_answerer import ElectraQuestionAnswerer
 

@@ -32,6 +32,8 @@ import sys
 from absl import app, flags
 
 from electra_tf import console
+from electra_tf.corpora import debian
+from electra_tf.errors import exit_on_user_error
 
 console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
 
@@ -64,7 +66,6 @@ def _summary(metadata: dict, output_dir: str) -> str:
 
 
 def build(output_dir: str) -> dict:
-    from electra_tf.corpora import debian
 
     def read(path):
         if not path:
@@ -81,7 +82,6 @@ def build(output_dir: str) -> dict:
 def main(argv):
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
-    from electra_tf.errors import exit_on_user_error
 
     def run():
         print(_summary(build(FLAGS.output_dir), FLAGS.output_dir), flush=True)

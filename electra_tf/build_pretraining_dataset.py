@@ -17,6 +17,7 @@ import sys
 from absl import app, flags
 
 from electra_tf import console
+from electra_tf.errors import exit_on_user_error
 
 console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
 
@@ -56,8 +57,8 @@ flags.DEFINE_float("log_every_s", 10.0, "Seconds between progress lines.")
 def main(argv):
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.data.pretraining_data import build_pretraining_data
-    from electra_tf.errors import exit_on_user_error
 
     missing = [name for name in ("vocab_file", "output_dir") if not FLAGS[name].value]
     if missing:

@@ -24,6 +24,7 @@ import sys
 from absl import app, flags, logging
 
 from electra_tf import console
+from electra_tf.errors import UserError
 
 console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
 
@@ -47,8 +48,8 @@ flags.DEFINE_bool("overwrite", False, "Replace an existing --output file.")
 def main(argv):
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.data import corpus as corpus_lib
-    from electra_tf.errors import UserError
 
     if bool(FLAGS.corpus) == bool(FLAGS.tfds_name):
         sys.exit("error: give exactly one of --corpus or --tfds_name")
@@ -65,6 +66,7 @@ def main(argv):
         else:
             read = functools.partial(corpus_lib.tfds_documents, FLAGS.tfds_name, FLAGS.tfds_split,
                                      FLAGS.tfds_text_key, FLAGS.tfds_data_dir)
+        # lazy: imported once the flags are parsed, so --help starts no TensorFlow
         from electra_tf.data.vocab_learning import learn_vocabulary
         logging.info("learning a vocabulary of up to %d tokens from %s", FLAGS.vocab_size,
                      FLAGS.corpus or FLAGS.tfds_name)

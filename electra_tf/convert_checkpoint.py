@@ -29,6 +29,8 @@ import sys
 from absl import app, flags, logging
 
 from electra_tf import console
+from electra_tf.config import ElectraConfig, RunConfig, load_config
+from electra_tf.errors import UserError
 
 console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
 
@@ -59,6 +61,7 @@ flags.mark_flags_as_required(["from", "input", "output_dir"])
 
 def _load(source: str, path: str):
     """(pretrainer, has_generator) from any supported input."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.convert import google, hf
 
     if source == "google":
@@ -67,6 +70,7 @@ def _load(source: str, path: str):
     if source == "hf":
         return hf.load_hf_pretrainer(path, FLAGS.generator), FLAGS.generator is not None
     if source == "keras_hub":
+        # lazy: imported once the flags are parsed, so --help starts no TensorFlow
         import keras_hub
 
         from electra_tf.convert.keras_hub import from_keras_hub_backbone
@@ -110,19 +114,19 @@ def _tokenizer_line(tokenizer, vocab_file: str | None) -> str:
 
 def load_electra_tf(path: str):
     """A pretrainer from a run directory or a converted output (config.yaml + checkpoints/)."""
-    from electra_tf.config import load_config
-    from electra_tf.models import ElectraPretrainer
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
+    from electra_tf.models.pretrainer_factory import build_pretrainer
     from electra_tf.training.checkpointing import restore_weights
 
     config = load_config(os.path.join(path, "config.yaml"))
-    pretrainer = ElectraPretrainer(config.model, config.objective)
+    pretrainer = build_pretrainer(config.model, config.objective)
     restore_weights(pretrainer, os.path.join(path, "checkpoints"))
     return pretrainer
 
 
 def write_electra_tf(pretrainer, output_dir: str, vocab_file: str | None) -> str:
     """checkpoints/ckpt-0 (weights by Keras path), config.yaml and vocab.txt under output_dir."""
-    from electra_tf.config import ElectraConfig, RunConfig
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.data.tokenization import load_vocabulary, special_ids
     from electra_tf.training.checkpointing import save_weights
 
@@ -144,8 +148,8 @@ def write_electra_tf(pretrainer, output_dir: str, vocab_file: str | None) -> str
 def main(argv):
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments {argv[1:]}; see --help")
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.convert import ConversionError, hf
-    from electra_tf.errors import UserError
 
     source, output_dir = getattr(FLAGS, "from"), FLAGS.output_dir
     vocab_file = FLAGS.vocab_file or _input_vocab_file(source, FLAGS.input)
@@ -156,6 +160,7 @@ def main(argv):
         pretrainer, has_generator = _load(source, FLAGS.input)
         os.makedirs(output_dir, exist_ok=True)
         if FLAGS.to == "keras_hub":
+            # lazy: imported once the flags are parsed, so --help starts no TensorFlow
             from electra_tf.convert.keras_hub import save_keras_hub_preset
 
             tokenizer = save_keras_hub_preset(pretrainer.encoder, output_dir, vocab_file,

@@ -23,6 +23,7 @@ from absl import app, flags
 
 from electra_tf import console
 from electra_tf.errors import UserError
+from electra_tf.evaluation import squad_metrics
 
 console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
 
@@ -37,8 +38,6 @@ flags.DEFINE_string("output_file", None, "Also write the JSON object here.")
 
 class EvaluationError(UserError):
     """Inputs that cannot be scored."""
-
-
 def _read_json(path: str, what: str):
     try:
         with open(path, encoding="utf-8") as f:
@@ -70,8 +69,6 @@ def squad_version(dataset: dict, path: str) -> str:
 def evaluate_files(data_file: str, predictions_file: str, null_odds_file: str | None = None,
                    null_threshold: float = -2.75) -> dict:
     """The official scores of `predictions_file` on `data_file`, version from the data file."""
-    from electra_tf.evaluation import squad_metrics
-
     dataset = _read_json(data_file, "data file")
     if not isinstance(dataset, dict) or not isinstance(dataset.get("data"), list):
         raise EvaluationError(f"{data_file} is not a SQuAD file: it has no \"data\" list")

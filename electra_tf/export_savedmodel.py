@@ -36,7 +36,8 @@ import sys
 from absl import app, flags
 
 from electra_tf import console
-from electra_tf.errors import UserError
+from electra_tf.config import FinetuneConfig, load_config
+from electra_tf.errors import UserError, exit_on_user_error
 
 console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
 
@@ -71,8 +72,6 @@ flags.DEFINE_integer("max_seq_length", None, "serve_text: longest [CLS] tokens [
 
 class ExportCommandError(UserError):
     """An export that cannot run as asked."""
-
-
 def _checkpoint_and_config(tf):
     """(checkpoint prefix, config file) from the flags, checked to exist."""
     checkpoint, config = FLAGS.checkpoint, FLAGS.config
@@ -151,13 +150,13 @@ def _tokenizer_vocab(config_vocab_file: str) -> str | None:
 
 def _discriminator(config_path):
     """(pretrainer, writer of its SavedModel) for a pretraining checkpoint."""
-    from electra_tf.config import load_config
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.export.savedmodel import export_discriminator
-    from electra_tf.models import ElectraPretrainer
+    from electra_tf.models.pretrainer_factory import build_pretrainer
 
     config = load_config(config_path)
     vocab_file = _tokenizer_vocab(config.run.vocab_file)
-    model = ElectraPretrainer(config.model, config.objective)
+    model = build_pretrainer(config.model, config.objective)
 
     def write(directory):
         export_discriminator(model, directory, with_examples=FLAGS.with_examples,
@@ -169,7 +168,7 @@ def _discriminator(config_path):
 
 def _classifier(card, config_path):
     """(classifier, writer of its SavedModel) for a fine-tuned run directory (task.json)."""
-    from electra_tf.config import FinetuneConfig, load_config
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.export.classifier import export_classifier
     from electra_tf.models.classifier import ElectraClassifier
 
@@ -192,6 +191,7 @@ def _classifier(card, config_path):
 
 
 def _question_answerer(card, config, vocab_file):
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.export.question_answerer import export_question_answerer
     from electra_tf.models.question_answerer import ElectraQuestionAnswerer
 
@@ -210,6 +210,7 @@ def _question_answerer(card, config, vocab_file):
 
 
 def _tagger(card, config, vocab_file):
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.export.tagger import export_tagger
     from electra_tf.models.tagger import ElectraTagger
 
@@ -237,6 +238,7 @@ def run() -> int:
         raise ExportCommandError(f"{target} already exists; choose another --version or pass "
                                  "--overwrite")
 
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.finetuning.runner import read_task_card
     from electra_tf.training.checkpointing import restore_weights
 
@@ -268,9 +270,9 @@ def run() -> int:
 def main(argv):
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments {argv[1:]}; see --help")
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     import tensorflow as tf
 
-    from electra_tf.errors import exit_on_user_error
 
     try:
         return exit_on_user_error(run)

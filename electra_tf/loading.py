@@ -44,7 +44,8 @@ from electra_tf.finetuning.runner import TASK_CARD, read_task_card
 from electra_tf.finetuning.source import resolve_source, restore_encoder
 # Importing electra_tf.models registers every class a .keras file can name.
 from electra_tf.models import (ElectraClassifier, ElectraEncoder, ElectraPretrainer,
-                               ElectraQuestionAnswerer, ElectraTagger, make_embeddings)
+                               ElectraQuestionAnswerer, ElectraTagger, build_pretrainer,
+                               make_embeddings)
 from electra_tf.models.task_model import TaskModel
 from electra_tf.training.checkpointing import CheckpointError, restore_weights
 
@@ -178,13 +179,13 @@ def load_pretrainer(path: str, model_class: type | None = None, **kwargs) -> Ele
                               "holds a task model, not a pretrainer: use electra_tf.load(path)")
     if located.kind == KERAS_HUB:
         backbone, model_config = _keras_hub_preset(located.path)
-        model = ElectraPretrainer(model_config, ObjectiveConfig(), **kwargs)
+        model = build_pretrainer(model_config, ObjectiveConfig(), **kwargs)
         assign_from_keras_hub(model.encoder, backbone)
         return _require(model, model_class, path, what)
     # resolve_source checks config.yaml's model section and finds the newest checkpoint.
     source = resolve_source(located.checkpoint or located.path)
     config = load_config(os.path.join(source.directory, "config.yaml"))
-    model = _require(ElectraPretrainer(config.model, config.objective, **kwargs), model_class,
+    model = _require(build_pretrainer(config.model, config.objective, **kwargs), model_class,
                      path, what)
     restore_weights(model, source.checkpoint)
     return model
@@ -351,3 +352,19 @@ def load(path: str):
 
 
 __all__ = ["load", "load_encoder", "load_pretrainer", "load_task_model"]
+
+
+def load_for_class(model_class: type, path: str, **kwargs):
+    """The loader behind every `from_preset` (registered in `electra_tf.presets`): the model
+    of `model_class`'s kind that `path` holds, as `load_pretrainer`, `load_encoder` or
+    `load_task_model` load it."""
+    if issubclass(model_class, ElectraPretrainer):
+        return load_pretrainer(path, model_class=model_class, **kwargs)
+    if issubclass(model_class, ElectraEncoder):
+        if kwargs:
+            raise TypeError(f"ElectraEncoder.from_preset takes no keyword arguments, got "
+                            f"{sorted(kwargs)}")
+        return load_encoder(path)
+    if issubclass(model_class, TaskModel):
+        return load_task_model(model_class, path, **kwargs)
+    raise TypeError(f"no preset loading for {model_class.__name__}")

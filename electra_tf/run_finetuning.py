@@ -40,7 +40,7 @@ import sys
 from absl import app, flags, logging
 
 from electra_tf import console
-from electra_tf.errors import UserError
+from electra_tf.errors import UserError, exit_on_user_error
 from electra_tf.training import device_flags
 
 console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
@@ -104,8 +104,6 @@ flags.adopt_module_key_flags(device_flags)  # listed by --help with this command
 
 class RunError(UserError):
     """A run that cannot start as asked."""
-
-
 def _label_range() -> tuple[float, float]:
     try:
         low, high = (float(v) for v in FLAGS.label_range)
@@ -115,6 +113,7 @@ def _label_range() -> tuple[float, float]:
 
 
 def run() -> int:
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     import keras
 
     from electra_tf.finetuning import api, runner
@@ -122,6 +121,7 @@ def run() -> int:
     from electra_tf.training import callbacks, distribution
 
     if not FLAGS.task:
+        # lazy: imported once the flags are parsed, so --help starts no TensorFlow
         from electra_tf.finetuning import demo
 
         return demo.run_demo()
@@ -166,7 +166,6 @@ def run() -> int:
 def main(argv):
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments {argv[1:]}; see --help")
-    from electra_tf.errors import exit_on_user_error
 
     return exit_on_user_error(run)
 

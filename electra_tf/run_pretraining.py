@@ -19,11 +19,13 @@ batch where it stopped. SIGTERM (preemption) saves a checkpoint and exits 0.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from absl import app, flags
 
 from electra_tf import console
+from electra_tf.errors import exit_on_user_error
 from electra_tf.training import device_flags
 
 console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
@@ -60,6 +62,7 @@ flags.DEFINE_bool("deterministic", False, "Enable TensorFlow op determinism (bit
                   "runs and resumes, somewhat slower).")
 
 def run() -> int:
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.training import callbacks
     from electra_tf.training.pretrain import pretrain
 
@@ -102,6 +105,7 @@ def _print_summary(result) -> None:
 def _print_replaced_tokens(result) -> None:
     """The demo's last word: the generator's replacements in held-out sentences, and what the
     discriminator makes of them."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.evaluation.replaced_tokens import read_examples, show_replaced_tokens
     from electra_tf.training.pretrain import prepare_demo_data
 
@@ -114,9 +118,9 @@ def _print_replaced_tokens(result) -> None:
 def main(argv):
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments {argv[1:]}; see --help")
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     import tensorflow as tf
 
-    from electra_tf.errors import exit_on_user_error
 
     try:
         return exit_on_user_error(run)
@@ -131,8 +135,6 @@ def main(argv):
 
 def _tf_message(error) -> str:
     """The first line of a TensorFlow error without its internal function-node prefix."""
-    import re
-
     return re.sub(r"\{\{function_node [^}]*\}\}\s*", "", error.message).splitlines()[0]
 
 

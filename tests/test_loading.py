@@ -17,7 +17,8 @@ from electra_tf.convert_checkpoint import write_electra_tf
 from electra_tf.finetuning.runner import write_task_card
 from electra_tf.loading import load, load_encoder, load_pretrainer, load_task_model
 from electra_tf.models import (CorruptedInputMlmPretrainer, ElectraClassifier, ElectraEncoder,
-                               ElectraPretrainer, ElectraQuestionAnswerer, ElectraTagger)
+                               ElectraPretrainer, ElectraQuestionAnswerer, ElectraTagger,
+                               build_pretrainer)
 from electra_tf.models.task_model import TaskModel
 from electra_tf.training.checkpointing import CheckpointError, RunCheckpoint
 from electra_tf.training.optimizer import create_optimizer
@@ -89,7 +90,7 @@ def pretraining_run(tmp_path_factory):
 
 
 def _converted(directory, config, objective_config=None):
-    pretrainer = ElectraPretrainer(config, objective_config or objective())
+    pretrainer = build_pretrainer(config, objective_config or objective())
     randomise(pretrainer, seed=7)
     write_electra_tf(pretrainer, str(directory), None)
     return types.SimpleNamespace(path=str(directory), model=pretrainer)

@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from electra_tf.config import ModelConfig, ObjectiveConfig
 from electra_tf.convert.hf import ConversionError, assign_from_hf
+from electra_tf.models.pretrainer_factory import build_pretrainer
 
 SKIPPED = re.compile(r"(^|/)(adam_m|adam_v|global_step|temperature)$|^global_step$")
 
@@ -120,12 +121,10 @@ def load_google_checkpoint(path: str, objective: ObjectiveConfig | None = None,
     A discriminator-only checkpoint (e.g. a fine-tuning output) loads too; the generator then
     keeps its random initialisation. Returns (pretrainer, has_generator).
     """
-    from electra_tf.models import ElectraPretrainer  # models/ stays free of I/O
-
     tf1 = read_tf1_checkpoint(path)
     tf1 = {name: value for name, value in tf1.items() if not name.startswith("task_specific/")}
     config = model_config_from_tf1(tf1, num_heads, generator_num_heads)
-    pretrainer = ElectraPretrainer(config, objective or ObjectiveConfig())
+    pretrainer = build_pretrainer(config, objective or ObjectiveConfig())
     tensors, names = to_hf_tensors(tf1)
     assign_from_hf(pretrainer, tensors, names)
     return pretrainer, "generator" in tensors

@@ -300,7 +300,8 @@ def load_hf_pretrainer(discriminator_dir: str, generator_dir: str | None = None,
     `model_overrides`, e.g. generator_fraction=0.25), which is enough to continue pretraining
     or to use `pretrainer.discriminator` alone.
     """
-    from electra_tf.models import ElectraPretrainer  # models/ stays free of I/O
+    # lazy: reading HF files needs numpy only; TensorFlow starts when a model is built
+    from electra_tf.models.pretrainer_factory import build_pretrainer
 
     disc_config = read_hf_config(discriminator_dir)
     if "ElectraForMaskedLM" in disc_config.get("architectures", []):
@@ -312,6 +313,6 @@ def load_hf_pretrainer(discriminator_dir: str, generator_dir: str | None = None,
     if generator_dir:
         tensors["generator"] = read_hf_tensors(generator_dir)
         _check_shared_embeddings(tensors["discriminator"], tensors["generator"])
-    pretrainer = ElectraPretrainer(config, objective or ObjectiveConfig())
+    pretrainer = build_pretrainer(config, objective or ObjectiveConfig())
     assign_from_hf(pretrainer, tensors)
     return pretrainer

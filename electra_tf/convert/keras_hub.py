@@ -63,6 +63,7 @@ from absl import logging
 from electra_tf.config import ModelConfig, ObjectiveConfig
 from electra_tf.convert.hf import ConversionError, _embeddings, _encoder
 from electra_tf.data.tokenization import load_vocabulary
+from electra_tf.models.pretrainer_factory import build_pretrainer
 
 # HF module name (a WeightLink key without ".weight"/".bias") -> keras-hub layer path.
 _KERAS_HUB_LAYERS = [
@@ -273,10 +274,8 @@ def from_keras_hub_backbone(backbone, objective: ObjectiveConfig | None = None, 
     the outputs slightly (see the module docstring). For the MLM baseline objective the single
     network (`pretrainer.encoder`) receives the weights.
     """
-    from electra_tf.models import ElectraPretrainer  # models/ stays free of conversion code
-
     config = dataclasses.replace(model_config_from_keras_hub(backbone.get_config()),
                                  **model_overrides)
-    pretrainer = ElectraPretrainer(config, objective or ObjectiveConfig())
+    pretrainer = build_pretrainer(config, objective or ObjectiveConfig())
     assign_from_keras_hub(pretrainer.encoder, backbone)
     return pretrainer

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import gzip
 import io
 import json
 import math
@@ -88,8 +89,6 @@ def read_text(path: str) -> str:
     first); TaskDataError if it is not UTF-8 (or not gzip)."""
     data = _read_bytes(path)
     if path.endswith(".gz"):
-        import gzip
-
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError) as e:

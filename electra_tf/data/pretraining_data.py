@@ -104,6 +104,7 @@ class ShardWriter:
     def __init__(self, settings: BuildSettings):
         import tensorflow as tf
 
+        # lazy: splitting the corpus into work units needs no TensorFlow; the workers do
         from electra_tf.data.tokenization import load_vocabulary, make_tokenizer, special_ids
 
         self.settings = settings
@@ -314,6 +315,7 @@ def build_pretraining_data(
 
     import tensorflow as tf
 
+    # lazy: `import electra_tf.data.pretraining_data` and the command's --help need no TensorFlow
     from electra_tf.data.tokenization import NORMALIZATIONS, load_vocabulary, special_ids
 
     if normalization not in NORMALIZATIONS:

@@ -292,7 +292,7 @@ def featurize_tagging(sentences: Sequence[TaggedSentence], tokenizer: Callable, 
     - `word_positions`: int32 [n, W], the token position of each word's first piece; -1 for
       words cut by truncation and after the sentence's last word.
     """
-    # Imported here: reading data and scoring (evaluation.tagging_metrics) need no TensorFlow.
+    # lazy: reading data and scoring (evaluation.tagging_metrics) need no TensorFlow.
     from electra_tf.data.classification_features import wordpiece_ids
 
     pieces = iter(wordpiece_ids(tokenizer, [w for s in sentences for w in s.words]))

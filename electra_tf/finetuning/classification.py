@@ -12,10 +12,12 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.config import FinetuneConfig
+from electra_tf.data import glue
 from electra_tf.data.classification_features import featurize, swap_pairs
 from electra_tf.data.tokenization import load_vocabulary, make_tokenizer, special_ids
 from electra_tf.errors import UserError
 from electra_tf.evaluation.metrics import HEADLINE, score
+from electra_tf.export.classifier import export_classifier
 from electra_tf.models.classifier import ElectraClassifier
 from electra_tf.models.task_model import INPUT_NAMES
 
@@ -123,8 +125,6 @@ class ClassificationJob:
                 "label_range": list(space.label_range), "pair": self.is_pair()}
 
     def export(self, model, export_dir: str, with_tokenizer: bool) -> str:
-        from electra_tf.export.classifier import export_classifier
-
         space = self.task.label_space
         return export_classifier(model, export_dir, task=self.name, label_names=space.labels,
                                  label_range=space.label_range, with_tokenizer=with_tokenizer,
@@ -134,8 +134,6 @@ class ClassificationJob:
 
     def write_predictions(self, model, output_dir: str, batch_size: int) -> dict[str, str]:
         """Test-set predictions: GLUE submission files for GLUE tasks, else test.tsv (id, label)."""
-        from electra_tf.data import glue
-
         written = {}
         space, task = self.task.label_space, self.task
         for split, examples in task.test_splits.items():

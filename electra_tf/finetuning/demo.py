@@ -31,11 +31,13 @@ from electra_tf.config import load_config
 from electra_tf.data import corpus
 from electra_tf.data.classification_data import Example
 from electra_tf.data.classification_features import LabelSpace
+from electra_tf.data.masking import max_predictions_per_seq
 from electra_tf.errors import UserError
 from electra_tf.finetuning import runner
 from electra_tf.finetuning.api import resolve_config
 from electra_tf.finetuning.source import resolve_source
 from electra_tf.finetuning.tasks import TaskData
+from electra_tf.training.flops import pretraining_step_flops
 
 ELECTRA_DIR = "runs/electra_demo"
 MLM_DIR = "runs/electra_demo_mlm"
@@ -83,9 +85,6 @@ def _electra_steps(electra_dir: str) -> int:
 
 def _mlm_steps(electra_dir: str) -> int:
     """Steps of the MLM baseline with the FLOPs of the ELECTRA demo's run."""
-    from electra_tf.data.masking import max_predictions_per_seq
-    from electra_tf.training.flops import pretraining_step_flops
-
     config = load_config(os.path.join(electra_dir, "config.yaml"))
     seq, batch = config.run.max_seq_length, config.run.train_batch_size
     predictions = max_predictions_per_seq(config.objective.mask_prob, seq)

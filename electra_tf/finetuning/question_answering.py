@@ -27,6 +27,7 @@ from electra_tf.data.squad_features import (QAFeaturizer, featurize_in_chunks, t
 from electra_tf.evaluation import squad_metrics
 from electra_tf.evaluation.squad_decoding import (RawResult, apply_null_threshold, decode_example,
                                                   write_prediction_files)
+from electra_tf.export.question_answerer import export_question_answerer
 from electra_tf.finetuning.classification import batched_inputs, check_vocabulary
 from electra_tf.models.question_answerer import BEAM_OUTPUTS, ElectraQuestionAnswerer
 from electra_tf.models.task_model import INPUT_NAMES
@@ -224,8 +225,6 @@ class QAJob:
                 "beam_size": qa.beam_size, "max_answer_length": qa.max_answer_length}
 
     def export(self, model, export_dir: str, with_tokenizer: bool) -> str:
-        from electra_tf.export.question_answerer import export_question_answerer
-
         return export_question_answerer(
             model, export_dir, task=self.name, with_tokenizer=with_tokenizer,
             vocab_file=self.vocab_file, lower_case=self.config.finetune.lower_case,

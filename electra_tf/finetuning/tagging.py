@@ -27,6 +27,7 @@ from electra_tf.data.tagging import (TaggedSentence, TagSpace, featurize_tagging
                                      predicted_word_tags, read_conll, read_tfds_conll, to_bioes)
 from electra_tf.data.tokenization import make_tokenizer, special_ids
 from electra_tf.evaluation.tagging_metrics import tagging_scores
+from electra_tf.export.tagger import export_tagger
 from electra_tf.finetuning.classification import (batched_inputs, check_vocabulary,
                                                   shuffled_batches)
 from electra_tf.models.tagger import ElectraTagger
@@ -204,8 +205,6 @@ class TaggingJob:
         return {"task": self.name, "kind": "tagging", "tags": list(self.task.tag_space.labels)}
 
     def export(self, model, export_dir: str, with_tokenizer: bool) -> str:
-        from electra_tf.export.tagger import export_tagger
-
         return export_tagger(model, export_dir, task=self.name,
                              tag_names=self.task.tag_space.labels, with_tokenizer=with_tokenizer,
                              vocab_file=self.vocab_file,

@@ -12,6 +12,8 @@ import os
 from electra_tf.data import glue
 from electra_tf.data.classification_data import Example, TaskDataError, read_table
 from electra_tf.data.classification_features import LabelSpace
+from electra_tf.finetuning import question_answering, tagging
+from electra_tf.finetuning.classification import ClassificationJob
 
 TABLE_EXTENSIONS = (".tsv", ".csv", ".jsonl", ".json")
 
@@ -34,14 +36,10 @@ class TaskData:
 
     def make_job(self, config, vocab_file: str, work_dir: str = ""):
         """The examples featurized in memory for a run (`work_dir` unused)."""
-        from electra_tf.finetuning.classification import ClassificationJob
-
         return ClassificationJob(self, config, vocab_file)
 
 
 def task_names() -> list[str]:
-    from electra_tf.finetuning import question_answering, tagging
-
     return ([f"glue/{name}" for name in glue.GLUE_TASKS] + ["csv", *question_answering.QA_TASKS,
                                                            *tagging.TAGGING_TASKS])
 
@@ -49,8 +47,6 @@ def task_names() -> list[str]:
 def task_overrides(name: str | None) -> list[str]:
     """Config values a task changes from the recipe's, before the user's overrides (the
     original's per-task settings: SQuAD reads windows of 512 tokens, chunking 256)."""
-    from electra_tf.finetuning import question_answering, tagging
-
     for module, names in ((question_answering, question_answering.QA_TASKS),
                           (tagging, tagging.TAGGING_TASKS)):
         if name in names:

@@ -60,8 +60,8 @@ def copy_mixture_prediction(mlm_logits, copy_logits, input_ids):
 class CorruptedInputMlmPretrainer(ElectraPretrainer):
     """ELECTRA's generator and corruption, then a full-size masked LM reading the corrupted ids.
 
-    For `objective.variant` "replace_mlm" and "all_tokens_mlm"; `ElectraPretrainer(...)` builds
-    this class for them. The full-size network `mlm_encoder` is the one to fine-tune (`encoder`).
+    For `objective.variant` "replace_mlm" and "all_tokens_mlm"; `models.build_pretrainer(...)`
+    builds this class for them. The full-size network `mlm_encoder` is the one to fine-tune (`encoder`).
     Its variables are named `discriminator/...`, as the network in ELECTRA's discriminator's
     place, so run directories load for fine-tuning as ELECTRA's do. There is no "replaced" head
     (`discriminator` is None): an export gives the encoder's sequence output, as for the MLM

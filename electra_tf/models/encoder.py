@@ -2,6 +2,7 @@
 
 import keras
 
+from electra_tf import presets
 from electra_tf.models.activations import get_activation
 from electra_tf.models.embeddings import ElectraEmbeddings
 from electra_tf.models.transformer import TransformerLayer
@@ -124,9 +125,7 @@ class ElectraEncoder(keras.layers.Layer):
         """The pretrained encoder to fine-tune (with its own embeddings, built, weights loaded)
         from a run directory of `run_pretraining`, an output of `convert_checkpoint` (electra_tf
         or keras_hub) or a fine-tuning run directory: `electra_tf.loading.load_encoder`."""
-        from electra_tf.loading import load_encoder  # models/ does no file I/O itself
-
-        return load_encoder(path)
+        return presets.load_preset(cls, path)
 
 
 def make_embeddings(config, **kwargs):

@@ -18,9 +18,9 @@ run is reproducible and does not depend on the number of replicas.
 
 Variants (`objective.variant`, the paper's Table 5 comparisons): "electra_15" computes the RTD
 loss over the chosen positions only (step 5); "replace_mlm" and "all_tokens_mlm" put a full-size
-masked LM in the discriminator's place (`ablation_objectives.py`; `ElectraPretrainer(...)` builds
-that subclass for them). With `electra_objective=False` the model is the paper's MLM baseline: one
-full-size network with the masked-LM head, trained on the same masked data. With
+masked LM in the discriminator's place (`ablation_objectives.py`; build every pretrainer with
+`pretrainer_factory.build_pretrainer`, which picks that subclass for them). With
+`electra_objective=False` the model is the paper's MLM baseline: one full-size network with the masked-LM head, trained on the same masked data. With
 `uniform_generator` there is no generator network: samples are uniform over the vocabulary.
 """
 
@@ -29,6 +29,7 @@ import dataclasses
 import keras
 import tensorflow as tf
 
+from electra_tf import presets
 from electra_tf.config import ModelConfig, ObjectiveConfig
 from electra_tf.models.encoder import ElectraEncoder, make_embeddings
 from electra_tf.models.heads import DiscriminatorHead, make_generator_head
@@ -78,21 +79,16 @@ class ElectraPretrainer(ReplicatedModel):
     ```
     """
 
-    def __new__(cls, model_config=None, objective=None, **kwargs):
-        # Every entry point builds `ElectraPretrainer(model_config, objective)`: the variants
-        # with a full-size masked LM in the discriminator's place are a subclass, built here.
-        if cls is ElectraPretrainer and objective is not None and objective.variant in (
-                "replace_mlm", "all_tokens_mlm"):
-            from electra_tf.models.ablation_objectives import CorruptedInputMlmPretrainer
-
-            cls = CorruptedInputMlmPretrainer
-        return super().__new__(cls, model_config, objective, **kwargs)
-
     def __init__(self, model_config=None, objective=None, **kwargs):
         super().__init__(**kwargs)
         self.model_config = model_config or ModelConfig()
         self.objective = objective or ObjectiveConfig()
         self.objective.validate()  # the variant decides which networks to build
+        if type(self) is ElectraPretrainer and self.objective.variant in (
+                "replace_mlm", "all_tokens_mlm"):
+            raise ValueError(f"objective.variant {self.objective.variant!r} trains a "
+                             "CorruptedInputMlmPretrainer: build it with "
+                             "electra_tf.models.build_pretrainer(model_config, objective)")
         config = self.model_config
         self.embeddings = make_embeddings(config, dtype=self.dtype_policy, name="embeddings")
         self.generator = self.generator_head = None
@@ -363,6 +359,4 @@ class ElectraPretrainer(ReplicatedModel):
         checkpoint; or a checkpoint prefix inside checkpoints/), or a keras-hub
         `ElectraBackbone` preset (its weights in the discriminator; generator and heads fresh).
         `kwargs` go to the constructor (`name`, `dtype`)."""
-        from electra_tf.loading import load_pretrainer  # models/ does no file I/O itself
-
-        return load_pretrainer(path, model_class=cls, **kwargs)
+        return presets.load_preset(cls, path, **kwargs)

@@ -12,6 +12,7 @@ import dataclasses
 import keras
 import tensorflow as tf
 
+from electra_tf import presets
 from electra_tf.config import ModelConfig
 from electra_tf.models.encoder import ElectraEncoder, make_embeddings
 from electra_tf.models.replicated import ReplicatedModel, cross_replica_sum
@@ -123,9 +124,7 @@ class TaskModel(ReplicatedModel):
         `head="independent"`, ...). From a fine-tuning run directory (`task.json`): the
         fine-tuned model, head included, built as the run built it.
         """
-        from electra_tf.loading import load_task_model  # models/ does no file I/O itself
-
-        return load_task_model(cls, path, **kwargs)
+        return presets.load_preset(cls, path, **kwargs)
 
     def build_layers(self, head):
         """Creates every variable now (`fit` refuses a subclassed model with unbuilt sublayers),

@@ -25,6 +25,7 @@ import sys
 from absl import app, flags
 
 from electra_tf import console
+from electra_tf.errors import exit_on_user_error
 
 console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
 
@@ -74,9 +75,9 @@ flags.DEFINE_bool("keep_finetune_checkpoints", False, "Keep each fine-tuning tri
 def main(argv):
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments {argv[1:]}; see --help")
-    from electra_tf.errors import exit_on_user_error
 
     def run():
+        # lazy: imported once the flags are parsed, so --help starts no TensorFlow
         from electra_tf.study.runner import run_study
 
         result = run_study(

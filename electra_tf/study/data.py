@@ -21,7 +21,12 @@ import os
 
 from absl import logging
 
+from electra_tf.corpora import debian
 from electra_tf.data import corpus as corpus_lib
+from electra_tf.data import pretraining_records
+from electra_tf.data.classification_data import read_table
+from electra_tf.data.pretraining_data import build_pretraining_data
+from electra_tf.data.vocab_learning import learn_vocabulary
 from electra_tf.study.plan import StudyError
 
 TASK_DIR = "sections"
@@ -47,16 +52,12 @@ def _has_text(directory: str) -> bool:
 def _build_debian_corpus(data_dir: str) -> None:
     """The Debian corpus and task, as `python -m electra_tf.build_debian_corpus --output_dir
     data_dir` builds them with its defaults (for its other options, run it first)."""
-    from electra_tf.corpora import debian
-
     logging.info("%s holds no corpus and task: building the Debian corpus there (downloads the "
                  "documentation packages with apt-get; minutes)", data_dir)
     debian.build(data_dir)
 
 
 def _learn_vocabulary(corpus: str, vocab_file: str, vocab_size: int) -> None:
-    from electra_tf.data.vocab_learning import learn_vocabulary
-
     logging.info("learning a vocabulary of up to %d tokens from %s", vocab_size, corpus)
     partial = vocab_file + ".incomplete"
     lines = corpus_lib.CorpusLines(functools.partial(corpus_lib.read_documents, corpus))
@@ -66,9 +67,6 @@ def _learn_vocabulary(corpus: str, vocab_file: str, vocab_size: int) -> None:
 
 
 def _build_records(corpus: str, vocab_file: str, output_dir: str, max_seq_length: int) -> None:
-    from electra_tf.data import pretraining_records
-    from electra_tf.data.pretraining_data import build_pretraining_data
-
     if os.path.exists(os.path.join(output_dir, pretraining_records.METADATA_FILE)):
         return  # metadata.json is written last: the build finished
     logging.info("building TFRecords of %s at length %d in %s", corpus, max_seq_length, output_dir)
@@ -85,8 +83,6 @@ def read_labels(data_dir: str) -> tuple[str, ...]:
             labels = tuple(line.strip() for line in f if line.strip())
         if labels:
             return labels
-    from electra_tf.data.classification_data import read_table
-
     examples = read_table(os.path.join(data_dir, TASK_DIR, "train.tsv"),
                           text_a_column=TEXT_COLUMN, label_column=LABEL_COLUMN)
     return tuple(sorted({e.label for e in examples}))

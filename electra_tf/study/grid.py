@@ -22,6 +22,11 @@ import time
 
 from absl import logging
 
+from electra_tf.data.classification_data import read_table
+from electra_tf.finetuning import runner
+from electra_tf.finetuning.api import load_task as load_named_task, resolve_config
+from electra_tf.finetuning.classification import FinetuneError
+from electra_tf.finetuning.source import resolve_source
 from electra_tf.study import plan, results as results_lib
 from electra_tf.study.data import LABEL_COLUMN, TEXT_COLUMN, StudyData
 
@@ -45,9 +50,6 @@ class GridSettings:
 
 def load_task(data: StudyData):
     """The task's TaskData: train, and dev and test as evaluation splits (dev first)."""
-    from electra_tf.data.classification_data import read_table
-    from electra_tf.finetuning.api import load_task as load_named_task
-
     task = load_named_task("csv", data_dir=data.task_dir, text_a_column=TEXT_COLUMN,
                            label_column=LABEL_COLUMN, labels=list(data.labels))
     test = read_table(os.path.join(data.task_dir, "test.tsv"), text_a_column=TEXT_COLUMN,
@@ -65,8 +67,6 @@ def base_overrides(settings: GridSettings, vocab_file: str) -> list[str]:
 
 
 def batch_size(settings: GridSettings, sizes_source, vocab_file: str) -> int:
-    from electra_tf.finetuning.api import resolve_config
-
     return resolve_config(sizes_source, settings.config,
                           base_overrides(settings, vocab_file)).finetune.train_batch_size
 
@@ -137,9 +137,6 @@ def run_grid(encoders: list[plan.Encoder], data: StudyData, settings: GridSettin
              output_dir: str, preemption) -> bool:
     """Runs the grid's missing trials (label counts outermost, smallest first, so a partial study
     has every encoder at the small counts). Returns False when SIGTERM stopped it."""
-    from electra_tf.finetuning.api import resolve_config
-    from electra_tf.finetuning.source import resolve_source
-
     task = load_task(data)
     sources = {e.name: resolve_source(e.checkpoint) for e in encoders if e.checkpoint}
     sizes_source = next(iter(sources.values()))  # the random encoder gets the same sizes
@@ -222,9 +219,6 @@ def _runner_lines_quiet():
 def run_trial(task, config, encoder: plan.Encoder, n, lr: float, seed: int, epochs: int, source,
               trial_dir: str, preemption, keep_checkpoints: bool) -> dict | None:
     """One fine-tuning trial; its results.jsonl record, or None when preempted."""
-    from electra_tf.finetuning import runner
-    from electra_tf.finetuning.classification import FinetuneError
-
     subset = plan.training_subset(task.train, n, seed)
     trial_task = dataclasses.replace(task, train=subset)
     started = time.time()

@@ -14,8 +14,13 @@ import os
 
 from absl import logging
 
+from electra_tf.data import pipeline
+from electra_tf.data.masking import max_predictions_per_seq
 from electra_tf.study import plan
 from electra_tf.study.data import StudyData
+from electra_tf.training.flops import pretraining_step_flops
+from electra_tf.training.pretrain import RunError, pretrain
+from electra_tf.training.pretrain import resolve_config
 
 MLM_OVERRIDE = "objective.electra_objective=false"
 
@@ -30,9 +35,6 @@ def _overrides(objective: str, user_overrides) -> list[str]:
 
 def _resolved_config(config_name: str, overrides, data: StudyData):
     """The run's config as `pretrain` will resolve it (vocabulary size and ids from the data)."""
-    from electra_tf.data import pipeline
-    from electra_tf.training.pretrain import resolve_config
-
     files = pipeline.list_shards(data.records)
     if data.heldout_records:
         files += pipeline.list_shards(data.heldout_records)
@@ -42,9 +44,6 @@ def _resolved_config(config_name: str, overrides, data: StudyData):
 
 def step_flops(config) -> float:
     """Matmul FLOPs of one training step of a resolved pretraining config."""
-    from electra_tf.data.masking import max_predictions_per_seq
-    from electra_tf.training.flops import pretraining_step_flops
-
     seq, batch = config.run.max_seq_length, config.run.train_batch_size
     predictions = max_predictions_per_seq(config.objective.mask_prob, seq)
     return float(pretraining_step_flops(config.model, batch, seq, predictions,
@@ -85,8 +84,6 @@ def pretrain_all(runs: list[plan.PretrainingPlan], config_name: str, user_overri
                  data: StudyData, output_dir: str, preemption) -> list[plan.Encoder] | None:
     """Trains (or resumes) each run; returns its encoders, or None when SIGTERM stopped a run
     (its checkpoint is saved: run the study again to continue)."""
-    from electra_tf.training.pretrain import RunError, pretrain
-
     encoders = []
     for run in runs:
         run_dir = run_directory(output_dir, run.objective)

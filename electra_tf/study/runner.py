@@ -24,7 +24,7 @@ from typing import Sequence
 
 from absl import logging
 
-from electra_tf.study import plan
+from electra_tf.study import data as data_lib, grid, plan, pretraining, report, results
 from electra_tf.study.plan import StudyError
 from electra_tf.training.callbacks import with_preemption
 
@@ -134,8 +134,6 @@ def run_study(*, data_dir: str = "data/debian", output_dir: str = "runs/study",
                 "objectives": list(objectives), "labels": [str(n) for n in label_counts],
                 "seeds": seeds, "learning_rates": list(learning_rates)}
     _check_settings(output_dir, settings)
-
-    from electra_tf.study import data as data_lib, grid, pretraining, report, results
 
     data = data_lib.prepare_data(data_dir, vocab_size, max_seq_length)
     runs = pretraining.plan_runs(pretrain_config, overrides, data, checkpoints, objectives,

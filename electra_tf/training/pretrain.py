@@ -26,9 +26,10 @@ from absl import logging
 
 from electra_tf.config import ElectraConfig, ObjectiveConfig, load_config
 from electra_tf.data import pipeline, run_vocabulary
+from electra_tf.data import corpus, pretraining_data, vocab_learning
 from electra_tf.errors import UserError
 from electra_tf.export import export_discriminator
-from electra_tf.models import ElectraPretrainer
+from electra_tf.models import build_pretrainer
 from electra_tf.training import callbacks, checkpointing, distribution
 from electra_tf.training.curves import plot_pretraining_curves
 from electra_tf.training.optimizer import create_optimizer
@@ -68,8 +69,6 @@ class PretrainResult:
 def prepare_demo_data(run_dir: str) -> tuple[str, str, str]:
     """Builds (once) the embedded corpus, its vocabulary and TFRecords under run_dir/data: every
     10th document held out for evaluation. Returns (train glob, held-out glob, vocab.txt)."""
-    from electra_tf.data import corpus, pretraining_data, vocab_learning
-
     data_dir = os.path.join(run_dir, "data")
     vocab_file = os.path.join(data_dir, "vocab.txt")
     records_dir = os.path.join(data_dir, "tfrecords")
@@ -251,7 +250,7 @@ def _train(config, config_name, strategy, model_dir, files, eval_files, init_che
     jit_compile = distribution.use_xla(strategy, jit_compile)
     keras.utils.set_random_seed(config.objective.seed)  # initial weights and dropout
     with strategy.scope():
-        model = ElectraPretrainer(config.model, config.objective)
+        model = build_pretrainer(config.model, config.objective)
         model.compile(optimizer=create_optimizer(config.optimizer), jit_compile=jit_compile,
                       steps_per_execution=config.run.steps_per_execution)
         run_checkpoint = checkpointing.RunCheckpoint(

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.models import ElectraPretrainer
+from electra_tf.models import ElectraPretrainer, build_pretrainer
 from electra_tf.models.ablation_objectives import (CorruptedInputMlmPretrainer,
                                                    copy_mixture_log_prob, copy_mixture_prediction)
 from electra_tf.training.optimizer import create_optimizer
@@ -24,7 +24,7 @@ VARIANTS = {
 
 def _model(name):
     keras.utils.set_random_seed(0)
-    return ElectraPretrainer(tiny_model_config(), objective(**VARIANTS[name]))
+    return build_pretrainer(tiny_model_config(), objective(**VARIANTS[name]))
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,13 @@ def test_mlm_variants_fine_tune_the_full_size_masked_lm(name):
     variables = model.trainable_variables
     assert len(variables) == len({id(v) for v in variables}), "a variable is listed twice"
     # The config round trip builds the same class again.
-    assert type(ElectraPretrainer.from_config(model.get_config())) is type(model)
+    assert type(type(model).from_config(model.get_config())) is type(model)
+
+
+@pytest.mark.parametrize("name", ["replace_mlm", "all_tokens_mlm"])
+def test_the_base_class_refuses_the_mlm_variants_and_names_the_factory(name):
+    with pytest.raises(ValueError, match="build_pretrainer"):
+        ElectraPretrainer(tiny_model_config(), objective(**VARIANTS[name]))
 
 
 @pytest.mark.slow
