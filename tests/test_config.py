@@ -69,7 +69,7 @@ def test_tiny_loads_and_validates():
 
 @pytest.mark.parametrize("name", ["demo", "mini"])
 def test_cpu_recipes_stay_electra_and_evaluate_held_out(name):
-    """The CPU recipes' measured settings (README: why the discriminator gives up)."""
+    """The CPU recipes' measured settings (docs/small_models.md)."""
     config = load_config(f"pretrain/{name}").validate()
     generator = config.model.generator_config()
     assert config.objective.electra_objective and config.objective.disc_weight == 50.0

@@ -20,7 +20,7 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
     attention scores. keras's MultiHeadAttention runs each projection as a broadcast einsum
     whose kernel gradient is a batched matmul followed by a sum over the batch, masks with two
     `where`s, and Dense on 3-D inputs reshapes around every matmul; the 2-D form lets oneDNN
-    fuse bias and GELU into the matmul when serving (README, Performance). The maths is
+    fuse bias and GELU into the matmul when serving (docs/performance.md). The maths is
     keras-hub's (tested against its call, with gradients); an explicit `attention_mask` or
     `return_attention_scores` takes keras-hub's path.
     """
