@@ -45,11 +45,11 @@ _EXPORTS = {
     "ObjectiveConfig": "electra_tf.config",
     "load_config": "electra_tf.config",
     # data
-    "build_pretraining_data": "electra_tf.data.pretraining_data",
-    "learn_vocabulary": "electra_tf.data.vocab_learning",
-    "make_tokenizer": "electra_tf.data.tokenization",
-    "make_dataset": "electra_tf.data.pipeline",
-    "make_held_out_dataset": "electra_tf.data.pipeline",
+    "build_pretraining_data": "electra_tf.pretraining_data.builder",
+    "learn_vocabulary": "electra_tf.text.vocab_learning",
+    "make_tokenizer": "electra_tf.text.tokenization",
+    "make_dataset": "electra_tf.pretraining_data.pipeline",
+    "make_held_out_dataset": "electra_tf.pretraining_data.pipeline",
     "load_task": "electra_tf.finetuning.api",
     # training
     "pretrain": "electra_tf.training.pretrain",

@@ -7,9 +7,9 @@ Text files: one sentence per line, a blank line between documents (the original'
 Writes `pretrain_data.tfrecord-<i>-of-<n>` (features input_ids, input_mask, segment_ids: int64,
 length max_seq_length) and `metadata.json` (the vocabulary's size, hash and special ids, which
 run_pretraining takes and checks). The packing rules are the original's
-(electra_tf/data/example_packing.py): one example in ten single-segment, one in twenty with a
-random short target length, no example crosses a document, overflow past max_seq_length
-discarded. Every shard samples the whole corpus (electra_tf/data/build_plan.py).
+(electra_tf/pretraining_data/example_packing.py): one example in ten single-segment, one in
+twenty with a random short target length, no example crosses a document, overflow past
+max_seq_length discarded. Every shard samples the whole corpus (electra_tf/pretraining_data/build_plan.py).
 """
 
 import sys
@@ -58,7 +58,7 @@ def main(argv):
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
-    from electra_tf.data.pretraining_data import build_pretraining_data
+    from electra_tf.pretraining_data.builder import build_pretraining_data
 
     missing = [name for name in ("vocab_file", "output_dir") if not FLAGS[name].value]
     if missing:

@@ -49,7 +49,7 @@ def main(argv):
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments: {' '.join(argv[1:])}")
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
-    from electra_tf.data import corpus as corpus_lib
+    from electra_tf.pretraining_data import corpus as corpus_lib
 
     if bool(FLAGS.corpus) == bool(FLAGS.tfds_name):
         sys.exit("error: give exactly one of --corpus or --tfds_name")
@@ -67,7 +67,7 @@ def main(argv):
             read = functools.partial(corpus_lib.tfds_documents, FLAGS.tfds_name, FLAGS.tfds_split,
                                      FLAGS.tfds_text_key, FLAGS.tfds_data_dir)
         # lazy: imported once the flags are parsed, so --help starts no TensorFlow
-        from electra_tf.data.vocab_learning import learn_vocabulary
+        from electra_tf.text.vocab_learning import learn_vocabulary
         logging.info("learning a vocabulary of up to %d tokens from %s", FLAGS.vocab_size,
                      FLAGS.corpus or FLAGS.tfds_name)
         vocabulary = learn_vocabulary(corpus_lib.CorpusLines(read), FLAGS.vocab_size, FLAGS.output,

@@ -127,7 +127,7 @@ def load_electra_tf(path: str):
 def write_electra_tf(pretrainer, output_dir: str, vocab_file: str | None) -> str:
     """checkpoints/ckpt-0 (weights by Keras path), config.yaml and vocab.txt under output_dir."""
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
-    from electra_tf.data.tokenization import load_vocabulary, special_ids
+    from electra_tf.text.tokenization import load_vocabulary, special_ids
     from electra_tf.training.checkpointing import save_weights
 
     objective = pretrainer.objective

@@ -15,7 +15,7 @@ import traceback
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.data import pretraining_records as records
+from electra_tf.pretraining_data import pretraining_records as records
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 VOCAB_SIZE = 120

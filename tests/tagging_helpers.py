@@ -3,7 +3,7 @@ vocabulary, typed by that topic, between filler words; and CoNLL files of it."""
 
 import random
 
-from electra_tf.data.tagging import TaggedSentence
+from electra_tf.task_data.tagging import TaggedSentence
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 TOPICS = {"A": [f"alpha{i}" for i in range(10)], "B": [f"beta{i}" for i in range(10)]}

@@ -23,7 +23,7 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WRAPPER = os.path.join(REPO, "tools", "bazel", "bazel_offline")
 # A config test, a model test, a data test, and one that runs `python -m electra_tf.evaluate_squad`.
-CHOSEN_TESTS = ["//:test_config", "//:models_test_layers", "//:data_test_masking",
+CHOSEN_TESTS = ["//:test_config", "//:models_test_layers", "//:pretraining_data_test_masking",
                 "//:test_evaluate_squad"]
 BUILD_TIMEOUT = 900
 TEST_TIMEOUT = 1800
@@ -39,13 +39,12 @@ def test_build_lists_every_entry_point():
     build = _read("BUILD")
     match = re.search(r"^ENTRY_POINTS = \[(.*?)\]", build, re.S | re.M)
     assert match, "BUILD has no ENTRY_POINTS list"
-    listed = set(re.findall(r'"(\w+)"', match.group(1)))
-    entry_points = {os.path.basename(path)[:-len(".py")]
-                    for path in glob.glob(os.path.join(REPO, "electra_tf", "*.py"))
+    listed = set(re.findall(r'"([\w.]+)"', match.group(1)))
+    package = os.path.join(REPO, "electra_tf")
+    entry_points = {os.path.relpath(path, package)[:-len(".py")].replace(os.sep, ".")
+                    .removesuffix(".__main__")  # packages run as python -m
+                    for path in glob.glob(os.path.join(package, "**", "*.py"), recursive=True)
                     if "app.run(main)" in open(path).read()}
-    entry_points |= {os.path.basename(os.path.dirname(path))  # packages run as python -m
-                     for path in glob.glob(os.path.join(REPO, "electra_tf", "*", "__main__.py"))
-                     if "app.run(main)" in open(path).read()}
     assert listed == entry_points, (f"add to BUILD's ENTRY_POINTS: {sorted(entry_points - listed)}; "
                                     f"remove: {sorted(listed - entry_points)}")
 

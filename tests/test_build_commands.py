@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tests.data.test_vocab_learning import random_word_lines
+from tests.text.test_vocab_learning import random_word_lines
 from tests.run_helpers import run_in_process
 
 TIMEOUT_S = 240
@@ -137,7 +137,7 @@ def test_bad_inputs_get_one_clear_message(corpus, tmp_path):
 
 
 def test_build_vocab_help_documents_every_flag():
-    from electra_tf.data.vocab_learning import DEFAULT_MIN_FREQUENCY
+    from electra_tf.text.vocab_learning import DEFAULT_MIN_FREQUENCY
 
     code, stdout, stderr = run("electra_tf.build_vocab", "--help")
     assert "Traceback" not in stderr and "tokenizers" in stdout

@@ -20,7 +20,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from electra_tf.config import ElectraConfig
-from electra_tf.data import pretraining_records as records
+from electra_tf.pretraining_data import pretraining_records as records
 from electra_tf.export.savedmodel import export_discriminator
 from electra_tf.models import ElectraPretrainer
 from electra_tf.training.checkpointing import RunCheckpoint

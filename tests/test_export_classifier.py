@@ -12,9 +12,9 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.config import ModelConfig
-from electra_tf.data.classification_data import Example
-from electra_tf.data.classification_features import LabelSpace, featurize
-from electra_tf.data.tokenization import load_vocabulary, make_tokenizer, special_ids
+from electra_tf.task_data.classification_data import Example
+from electra_tf.task_data.classification_features import LabelSpace, featurize
+from electra_tf.text.tokenization import load_vocabulary, make_tokenizer, special_ids
 from electra_tf.export.classifier import export_classifier
 from electra_tf.models.classifier import ElectraClassifier
 from tests.run_helpers import write_vocab

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.data.tagging import (TaggedSentence, TagSpace, align_words, featurize_tagging,
+from electra_tf.task_data.tagging import (TaggedSentence, TagSpace, align_words, featurize_tagging,
                                      predicted_word_tags)
-from electra_tf.data.tokenization import load_vocabulary, make_tokenizer, special_ids
+from electra_tf.text.tokenization import load_vocabulary, make_tokenizer, special_ids
 from electra_tf.export.savedmodel import ExportError
 from electra_tf.export.tagger import export_tagger, kept_words
 from electra_tf.models.tagger import ElectraTagger

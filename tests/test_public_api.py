@@ -41,13 +41,13 @@ def test_import_does_not_start_tensorflow():
 def test_every_error_a_user_can_cause_is_a_user_error():
     from electra_tf.config import ConfigError
     from electra_tf.convert.hf import ConversionError
-    from electra_tf.data.classification_data import TaskDataError
-    from electra_tf.data.corpus import CorpusError
-    from electra_tf.data.pipeline import DataError
-    from electra_tf.data.pretraining_data import DatasetBuildError
-    from electra_tf.data.run_vocabulary import VocabularyMismatch
-    from electra_tf.data.squad import SquadDataError
-    from electra_tf.data.tokenization import VocabularyError
+    from electra_tf.task_data.classification_data import TaskDataError
+    from electra_tf.pretraining_data.corpus import CorpusError
+    from electra_tf.pretraining_data.pipeline import DataError
+    from electra_tf.pretraining_data.builder import DatasetBuildError
+    from electra_tf.pretraining_data.run_vocabulary import VocabularyMismatch
+    from electra_tf.task_data.squad import SquadDataError
+    from electra_tf.text.tokenization import VocabularyError
     from electra_tf.export.savedmodel import ExportError
     from electra_tf.finetuning.classification import FinetuneError
     from electra_tf.training.checkpointing import CheckpointError

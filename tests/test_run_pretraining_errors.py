@@ -19,7 +19,7 @@ import subprocess
 
 import pytest
 
-from electra_tf.data import pretraining_records as records
+from electra_tf.pretraining_data import pretraining_records as records
 from tests.run_helpers import (SPECIALS, VOCAB_SIZE, cli_args, run_cli, run_in_process,
                                write_records, write_vocab)
 
@@ -130,7 +130,7 @@ def test_vocabulary_without_cls_and_sep_names_both(fixture_data, model_dir, tmp_
 @pytest.fixture(scope="module")
 def built_data(tmp_path_factory):
     """Data from build_pretraining_data (with its metadata.json), on the fixture vocabulary."""
-    from electra_tf.data.pretraining_data import build_pretraining_data
+    from electra_tf.pretraining_data.builder import build_pretraining_data
 
     root = tmp_path_factory.mktemp("built")
     vocab = write_vocab(root / "vocab.txt")

@@ -46,7 +46,7 @@ A preset (`save_keras_hub_preset`) holds the backbone and, when the vocabulary i
 `keras_hub.models.ElectraTokenizer.from_preset(dir)` loads. Its ids are ours on ordinary text;
 on rare characters keras-hub normalizes differently from the original BERT tokenization we
 reproduce (NFKC case folding, no characters deleted, only ASCII whitespace between words: our
-`normalization="keras_hub"`, electra_tf/data/tokenization.py). keras-hub 0.32 has no ELECTRA
+`normalization="keras_hub"`, electra_tf/text/tokenization.py). keras-hub 0.32 has no ELECTRA
 task or preprocessor classes (`TextClassifier.from_preset` finds none for `ElectraBackbone`).
 """
 
@@ -62,7 +62,7 @@ from absl import logging
 
 from electra_tf.config import ModelConfig, ObjectiveConfig
 from electra_tf.convert.hf import ConversionError, _embeddings, _encoder
-from electra_tf.data.tokenization import load_vocabulary
+from electra_tf.text.tokenization import load_vocabulary
 from electra_tf.models.pretrainer_factory import build_pretrainer
 
 # HF module name (a WeightLink key without ".weight"/".bias") -> keras-hub layer path.

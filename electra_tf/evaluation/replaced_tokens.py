@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.data import pipeline
-from electra_tf.data.tokenization import load_vocabulary
+from electra_tf.pretraining_data import pipeline
+from electra_tf.text.tokenization import load_vocabulary
 from electra_tf.errors import UserError
 
 SEQUENCE_MARKERS = ("[CLS]", "[SEP]", "[PAD]")  # never chosen for replacement
@@ -42,7 +42,7 @@ class Detections:
 
 def detect_replacements(model, batch: Mapping[str, tf.Tensor], step: int = 0) -> Detections:
     """Runs the generator and the discriminator of an `ElectraPretrainer` on a masked batch
-    (`electra_tf.data.pipeline.make_dataset`'s dict, [batch, seq] and [batch, N] tensors),
+    (`electra_tf.pretraining_data.pipeline.make_dataset`'s dict, [batch, seq] and [batch, N] tensors),
     sampling with the objective's seed at `step`."""
     if getattr(model, "discriminator", None) is None:
         raise ValueError("this pretrainer has no replaced-token discriminator (the MLM baseline "

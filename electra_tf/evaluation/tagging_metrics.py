@@ -3,7 +3,7 @@
 As the original's `EntityLevelF1Scorer`: a predicted span counts when its (start, end, type)
 equals a gold span of the same sentence; precision, recall and F1 are all 0 when no span is
 right. The spans of a tag sequence are read by `get_span_labels` with the original's rule by
-default (see `electra_tf.data.tagging` for the rules); with `rule="conlleval"` the scores are
+default (see `electra_tf.task_data.tagging` for the rules); with `rule="conlleval"` the scores are
 those of seqeval's default mode and the CoNLL `conlleval` script.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Collection, Sequence
 
-from electra_tf.data.tagging import get_span_labels
+from electra_tf.task_data.tagging import get_span_labels
 
 SentenceSpan = tuple[int, int, int, str]  # (sentence, first word, last word inclusive, type)
 

@@ -169,7 +169,7 @@ def load_text_tokenizer(vocab_file, config, lower_case, strip_accents, max_seq_l
     """(special ids, in-graph tokenizer, the vocabulary as a SavedModel Asset) for a text
     signature, after checking the vocabulary fits the model and max_seq_length the positions."""
     # lazy: keras-hub and tensorflow-text load only for a SavedModel that tokenizes text
-    from electra_tf.data.tokenization import load_vocabulary, make_tokenizer, special_ids
+    from electra_tf.text.tokenization import load_vocabulary, make_tokenizer, special_ids
 
     if not vocab_file:
         raise ExportError("with_tokenizer needs a vocab_file (the vocab.txt the model was "

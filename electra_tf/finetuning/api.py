@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from electra_tf.config import FinetuneConfig, apply_dict, learning_rate_for_width, load_config
-from electra_tf.data.classification_data import TaskDataError
+from electra_tf.task_data.classification_data import TaskDataError
 from electra_tf.finetuning import runner, tasks
 from electra_tf.finetuning.question_answering import QA_TASKS, load_squad_task
 from electra_tf.finetuning.source import check_fits, resolve_source, restore_encoder

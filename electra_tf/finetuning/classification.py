@@ -12,9 +12,9 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.config import FinetuneConfig
-from electra_tf.data import glue
-from electra_tf.data.classification_features import featurize, swap_pairs
-from electra_tf.data.tokenization import load_vocabulary, make_tokenizer, special_ids
+from electra_tf.task_data import glue
+from electra_tf.task_data.classification_features import featurize, swap_pairs
+from electra_tf.text.tokenization import load_vocabulary, make_tokenizer, special_ids
 from electra_tf.errors import UserError
 from electra_tf.evaluation.metrics import HEADLINE, score
 from electra_tf.export.classifier import export_classifier

@@ -28,10 +28,10 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf.config import load_config
-from electra_tf.data import corpus
-from electra_tf.data.classification_data import Example
-from electra_tf.data.classification_features import LabelSpace
-from electra_tf.data.masking import max_predictions_per_seq
+from electra_tf.pretraining_data import corpus
+from electra_tf.task_data.classification_data import Example
+from electra_tf.task_data.classification_features import LabelSpace
+from electra_tf.pretraining_data.masking import max_predictions_per_seq
 from electra_tf.errors import UserError
 from electra_tf.finetuning import runner
 from electra_tf.finetuning.api import resolve_config

@@ -21,8 +21,8 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf.config import FinetuneConfig
-from electra_tf.data import squad
-from electra_tf.data.squad_features import (QAFeaturizer, featurize_in_chunks, training_dataset,
+from electra_tf.task_data import squad
+from electra_tf.task_data.squad_features import (QAFeaturizer, featurize_in_chunks, training_dataset,
                                             write_training_records)
 from electra_tf.evaluation import squad_metrics
 from electra_tf.evaluation.squad_decoding import (RawResult, apply_null_threshold, decode_example,

@@ -22,10 +22,10 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf.config import FinetuneConfig
-from electra_tf.data.classification_data import TaskDataError
-from electra_tf.data.tagging import (TaggedSentence, TagSpace, featurize_tagging,
+from electra_tf.task_data.classification_data import TaskDataError
+from electra_tf.task_data.tagging import (TaggedSentence, TagSpace, featurize_tagging,
                                      predicted_word_tags, read_conll, read_tfds_conll, to_bioes)
-from electra_tf.data.tokenization import make_tokenizer, special_ids
+from electra_tf.text.tokenization import make_tokenizer, special_ids
 from electra_tf.evaluation.tagging_metrics import tagging_scores
 from electra_tf.export.tagger import export_tagger
 from electra_tf.finetuning.classification import (batched_inputs, check_vocabulary,

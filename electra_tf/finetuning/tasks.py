@@ -9,9 +9,9 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from electra_tf.data import glue
-from electra_tf.data.classification_data import Example, TaskDataError, read_table
-from electra_tf.data.classification_features import LabelSpace
+from electra_tf.task_data import glue
+from electra_tf.task_data.classification_data import Example, TaskDataError, read_table
+from electra_tf.task_data.classification_features import LabelSpace
 from electra_tf.finetuning import question_answering, tagging
 from electra_tf.finetuning.classification import ClassificationJob
 

@@ -54,7 +54,7 @@ class ElectraPretrainer(ReplicatedModel):
 
     Batches are dicts of int tensors with static shapes: `input_ids` (with [MASK]s),
     `input_mask`, `segment_ids` [batch, seq]; `masked_lm_positions`, `masked_lm_ids` (the
-    original ids) and float `masked_lm_weights` [batch, N] (see `electra_tf.data.masking`).
+    original ids) and float `masked_lm_weights` [batch, N] (see `electra_tf.pretraining_data.masking`).
     Calling the model returns the objective's per-token tensors (`compute_objective`), e.g.
     `disc_logits` [batch, seq]; `encoder` is the network to fine-tune.
 
@@ -74,7 +74,7 @@ class ElectraPretrainer(ReplicatedModel):
                          num_heads=2, intermediate_size=64, max_position_embeddings=32)
     model = ElectraPretrainer(config, ObjectiveConfig())
     model.compile(optimizer=keras.optimizers.Adam(1e-4))
-    # model.fit(masked_batches)  # see electra_tf.data.pretraining_data / electra_tf.pretrain
+    # model.fit(masked_batches)  # see electra_tf.pretraining_data.builder / electra_tf.pretrain
     model = ElectraPretrainer.from_preset("runs/small")  # a run or converted directory
     ```
     """

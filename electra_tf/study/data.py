@@ -22,11 +22,11 @@ import os
 from absl import logging
 
 from electra_tf.corpora import debian
-from electra_tf.data import corpus as corpus_lib
-from electra_tf.data import pretraining_records
-from electra_tf.data.classification_data import read_table
-from electra_tf.data.pretraining_data import build_pretraining_data
-from electra_tf.data.vocab_learning import learn_vocabulary
+from electra_tf.pretraining_data import corpus as corpus_lib
+from electra_tf.pretraining_data import pretraining_records
+from electra_tf.task_data.classification_data import read_table
+from electra_tf.pretraining_data.builder import build_pretraining_data
+from electra_tf.text.vocab_learning import learn_vocabulary
 from electra_tf.study.plan import StudyError
 
 TASK_DIR = "sections"

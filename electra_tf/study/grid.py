@@ -22,7 +22,7 @@ import time
 
 from absl import logging
 
-from electra_tf.data.classification_data import read_table
+from electra_tf.task_data.classification_data import read_table
 from electra_tf.finetuning import runner
 from electra_tf.finetuning.api import load_task as load_named_task, resolve_config
 from electra_tf.finetuning.classification import FinetuneError

@@ -14,8 +14,8 @@ import os
 
 from absl import logging
 
-from electra_tf.data import pipeline
-from electra_tf.data.masking import max_predictions_per_seq
+from electra_tf.pretraining_data import pipeline
+from electra_tf.pretraining_data.masking import max_predictions_per_seq
 from electra_tf.study import plan
 from electra_tf.study.data import StudyData
 from electra_tf.training.flops import pretraining_step_flops

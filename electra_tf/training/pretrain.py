@@ -25,8 +25,9 @@ import yaml
 from absl import logging
 
 from electra_tf.config import ElectraConfig, ObjectiveConfig, load_config
-from electra_tf.data import pipeline, run_vocabulary
-from electra_tf.data import corpus, pretraining_data, vocab_learning
+from electra_tf.pretraining_data import pipeline, run_vocabulary
+from electra_tf.pretraining_data import builder as pretraining_data, corpus
+from electra_tf.text import vocab_learning
 from electra_tf.errors import UserError
 from electra_tf.export import export_discriminator
 from electra_tf.models import build_pretrainer
@@ -106,7 +107,7 @@ def resolve_config(config: str, overrides: Sequence[str], metadata_by_directory:
                    vocab_file: str | None = None,
                    assume_bert_vocabulary: bool = False) -> ElectraConfig:
     """The recipe with the overrides, then the vocabulary size and special ids of the data
-    (see `electra_tf.data.run_vocabulary`), checked against everything the user set."""
+    (see `electra_tf.pretraining_data.run_vocabulary`), checked against everything the user set."""
     resolved = load_config(config, overrides=list(overrides))
     vocabulary = run_vocabulary.resolve(metadata_by_directory,
                                         vocab_file or resolved.run.vocab_file,

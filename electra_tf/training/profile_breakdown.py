@@ -1,4 +1,4 @@
-"""Op time per category from a TensorFlow profiler trace (what `benchmark --profile` prints).
+"""Op time per category from a TensorFlow profiler trace (what `benchmarks.steps --profile` prints).
 
 The trace's /host:CPU plane has one event per executed TensorFlow op on its tf_Compute lines,
 named "<op name>:<op type>", e.g. `gradient_tape/discriminator/layer_3/Gelu/mul/Mul:Mul`. A

@@ -11,7 +11,7 @@ import yaml
 
 from electra_tf.convert.hf import ConversionError
 from electra_tf.convert.keras_hub import is_cased, save_keras_hub_preset, to_keras_hub_tokenizer
-from electra_tf.data.tokenization import make_tokenizer
+from electra_tf.text.tokenization import make_tokenizer
 from electra_tf.models import ElectraPretrainer
 from tests.convert.test_keras_hub import _randomise
 from tests.models.helpers import VOCAB, tiny_model_config

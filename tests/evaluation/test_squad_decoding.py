@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from electra_tf.data.squad import read_squad
-from electra_tf.data.squad_features import QAFeaturizer, SquadFeature
+from electra_tf.task_data.squad import read_squad
+from electra_tf.task_data.squad_features import QAFeaturizer, SquadFeature
 from electra_tf.evaluation.squad_decoding import (RawResult, apply_null_threshold, basic_tokenize,
                                                   decode_example, detokenize, get_final_text,
                                                   write_prediction_files)

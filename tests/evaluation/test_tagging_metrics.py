@@ -4,11 +4,11 @@ import random
 
 import pytest
 
-from electra_tf.data.tagging import spans_to_tags
+from electra_tf.task_data.tagging import spans_to_tags
 from electra_tf.evaluation.tagging_metrics import (sentence_spans, span_scores, tagging_scores,
                                                    token_accuracy)
 from tests.conftest import require
-from tests.data.test_tagging import random_spans
+from tests.task_data.test_tagging import random_spans
 
 GOLD = [["B-PER", "I-PER", "O", "B-LOC"], ["B-ORG", "O"]]
 PREDICTED = [["B-PER", "I-PER", "O", "B-ORG"], ["B-ORG", "B-MISC"]]

@@ -3,8 +3,8 @@
 import random
 
 from electra_tf.config import FinetuneConfig, load_config
-from electra_tf.data.classification_data import Example
-from electra_tf.data.classification_features import LabelSpace
+from electra_tf.task_data.classification_data import Example
+from electra_tf.task_data.classification_features import LabelSpace
 from electra_tf.finetuning.tasks import TaskData
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]

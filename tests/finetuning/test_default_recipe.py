@@ -7,8 +7,8 @@ import random
 import pytest
 
 from electra_tf.config import FinetuneConfig, learning_rate_for_width, load_config
-from electra_tf.data.classification_data import Example
-from electra_tf.data.classification_features import LabelSpace
+from electra_tf.task_data.classification_data import Example
+from electra_tf.task_data.classification_features import LabelSpace
 from electra_tf.finetuning import api
 from electra_tf.finetuning.runner import finetune, steps_for
 from electra_tf.finetuning.tasks import TaskData

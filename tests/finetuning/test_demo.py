@@ -3,7 +3,7 @@
 import pytest
 
 from electra_tf.config import load_config
-from electra_tf.data.masking import max_predictions_per_seq
+from electra_tf.pretraining_data.masking import max_predictions_per_seq
 from electra_tf.finetuning import demo
 from electra_tf.training.flops import pretraining_step_flops
 

@@ -202,8 +202,8 @@ def as_mrqa_lines(squad_json: dict) -> str:
 def test_mrqa_files_give_the_same_task_and_scores_as_squad_v11(tmp_path):
     import gzip
 
-    from electra_tf.data.classification_data import TaskDataError
-    from electra_tf.data.squad import SquadDataError
+    from electra_tf.task_data.classification_data import TaskDataError
+    from electra_tf.task_data.squad import SquadDataError
     from electra_tf.evaluation.squad_metrics import evaluate_v1
     from electra_tf.finetuning import api
 

@@ -3,8 +3,8 @@ refusals naming file and line, and a run that learns with its dev predictions fi
 
 import pytest
 
-from electra_tf.data.classification_data import TaskDataError
-from electra_tf.data.tagging import to_bioes
+from electra_tf.task_data.classification_data import TaskDataError
+from electra_tf.task_data.tagging import to_bioes
 from electra_tf.evaluation.tagging_metrics import tagging_scores
 from electra_tf.finetuning import api
 from electra_tf.finetuning.tagging import load_tagging_task
@@ -67,7 +67,7 @@ def test_bad_files_are_refused_with_file_and_line(conll_dir, case):
 def test_tfds_conll2003_gives_the_task_its_tag_feature(tmp_path, no_network):
     import tensorflow_datasets as tfds
 
-    from tests.data.test_tagging import conll_examples
+    from tests.task_data.test_tagging import conll_examples
 
     with tfds.testing.mock_data(as_dataset_fn=conll_examples, data_dir=str(tmp_path)):
         ner = api.load_task("ner", use_tfds=True, tfds_data_dir=str(tmp_path), with_test=True)

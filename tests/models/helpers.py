@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.config import ModelConfig, ObjectiveConfig, OptimizerConfig
-from electra_tf.data.masking import mask_tokens
+from electra_tf.pretraining_data.masking import mask_tokens
 
 VOCAB = 120
 CLS, SEP, MASK = 101, 102, 103

@@ -4,9 +4,9 @@ import keras
 import numpy as np
 import pytest
 
-from electra_tf.data.tagging import (TagSpace, featurize_tagging,
+from electra_tf.task_data.tagging import (TagSpace, featurize_tagging,
                                      predicted_word_tags, to_bioes)
-from electra_tf.data.tokenization import make_tokenizer, special_ids
+from electra_tf.text.tokenization import make_tokenizer, special_ids
 from electra_tf.evaluation.tagging_metrics import tagging_scores
 from electra_tf.models.tagger import ElectraTagger
 from tests.models.helpers import random_ids, tiny_model_config

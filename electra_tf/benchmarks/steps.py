@@ -1,0 +1,351 @@
+r"""Times one ELECTRA pretraining step and prints a JSON line (tokens/s, model GFLOP/s).
+
+  python -m electra_tf.benchmarks.steps --size small --batch 32 --seq 128 --steps 10
+  python -m electra_tf.benchmarks.steps --task qa --size small --batch 16 --seq 384 --steps 10
+  python -m electra_tf.benchmarks.steps --size small --precision bf16
+  python -m electra_tf.benchmarks.steps --size small --steps 3 --profile /tmp/electra_profile
+
+The benchmark first measures the machine's matmul peak in the same run (a 2048^3 tf.matmul in
+float32, and in the step's half type under bf16 or fp16; `--nopeak` skips it) and adds
+`peak_gflop_per_s` and `fraction_of_peak` (model GFLOP/s over the peak of the step's matmul
+type) to the line.
+`--profile DIR` traces `--profile_steps` more steps with the TensorFlow profiler into DIR,
+prints the op time per category (electra_tf.training.profile_breakdown) before the line and
+adds it to the line as `profile` (ms per step).
+
+The line has the same fields as ../shared/bench/torch_reference_step.py, and model FLOPs are
+counted the same way (matmuls only, backward = 2x forward, generator head at masked positions
+only), so the two can be run one after the other on the same machine and compared.
+
+The fine-tuning tasks (`classify`, `qa`) use the reference's inputs: random ids, a full mask,
+segment 1 from seq // 4 on (`[CLS] question [SEP] context [SEP]`-like), and count 3x the
+encoder's forward FLOPs (the task heads are left out, as the reference leaves out its own).
+`qa` trains the original's joint head (`qa` config section defaults: beam 20, answerability
+head) on answer spans inside the context segment: more work than the reference's
+`ElectraForQuestionAnswering` (one linear layer for start and end): the joint end head's
+2h -> 512 GELU layer at every position (about 1% of ELECTRA-Small's encoder FLOPs at seq 384)
+and the answerability head (per sequence, negligible). The reference also uses torch's AdamW
+without layer-wise decay and averages the loss over the batch where ours sums it (the
+original's), which does not change the work. SQuAD featurization and prediction throughput:
+`electra_tf.benchmarks.squad`.
+"""
+
+import dataclasses
+import json
+import os
+import statistics
+import tempfile
+import time
+
+from absl import app, flags
+
+from electra_tf import console
+from electra_tf.config import FinetuneConfig, QAConfig, load_config
+from electra_tf.training.flops import encoder_flops_per_token, pretraining_step_flops
+
+console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("size", "small", "Model config: tiny, small, base, large, or a YAML path.")
+flags.DEFINE_integer("batch", 32, "Global batch size (sequences).")
+flags.DEFINE_integer("seq", 128, "Sequence length.")
+flags.DEFINE_integer("steps", 10, "Timed steps; the median is reported.")
+flags.DEFINE_integer("warmup", 2, "Untimed steps after compilation.")
+flags.DEFINE_enum("precision", "float32", ["float32", "bf16", "fp16"],
+                  "Keras dtype policy: float32, mixed_bfloat16 or mixed_float16.")
+flags.DEFINE_bool("jit_compile", None, "Compile the train step with XLA (default: only when a "
+                  "GPU is present; on CPU it measured slower than TensorFlow's own kernels).")
+flags.DEFINE_integer("threads", 0, "TensorFlow intra-op threads (0: TensorFlow's default).")
+flags.DEFINE_multi_string("override", [], "Config overrides, section.key=value.")
+flags.DEFINE_enum("task", "pretrain", ["pretrain", "classify", "qa", "infer"],
+                  "pretrain: the replaced-token-detection step; classify: one fine-tuning step of "
+                  "the GLUE classifier (3 labels, layer-wise LR decay); qa: one fine-tuning step "
+                  "of the SQuAD question answerer (joint head, layer-wise LR decay); infer: "
+                  "serving_default of the exported classifier, loaded with tf.saved_model.load "
+                  "(latency p50/p99).")
+flags.DEFINE_bool("peak", True, "First measure the matmul peak (GFLOP/s) of this machine and "
+                  "report the step's fraction of it (about a second; --nopeak skips it).")
+flags.DEFINE_integer("peak_size", 2048, "n of the n x n @ n x n matmul of --peak.")
+flags.DEFINE_string("profile", None, "Trace --profile_steps more steps with the TensorFlow "
+                    "profiler into this directory and print the op time per category.")
+flags.DEFINE_integer("profile_steps", 3, "Steps traced with --profile.")
+flags.DEFINE_bool("against_keras_hub_layers", False, "pretrain and infer: also time the same "
+                  "model with keras-hub's own TransformerEncoder.call in every block (the "
+                  "transformer before its faster call), alternating step by step with ours in "
+                  "one process, so that the machine's drift hits both alike; adds "
+                  "`keras_hub_layers` and `speedup_vs_keras_hub_layers` to the line.")
+
+POLICIES = {"float32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+MATMUL_DTYPES = {"float32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def main(argv):
+    del argv
+    import keras
+    import tensorflow as tf
+
+    if FLAGS.threads:
+        tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
+
+    size = FLAGS.size if os.path.sep in FLAGS.size else f"model/{FLAGS.size}"
+    config = load_config(size, overrides=FLAGS.override)
+    keras.mixed_precision.set_dtype_policy(POLICIES[FLAGS.precision])
+    keras.utils.set_random_seed(0)
+    jit_compile = FLAGS.jit_compile
+    if jit_compile is None:
+        jit_compile = bool(tf.config.list_physical_devices("GPU"))
+    record = {"impl": f"electra_tf keras {keras.__version__} tf {tf.__version__}"
+                      + (" xla" if jit_compile and FLAGS.task != "infer" else ""),
+              "task": FLAGS.task, "size": FLAGS.size, "batch": FLAGS.batch, "seq": FLAGS.seq,
+              "precision": FLAGS.precision, "threads": FLAGS.threads or "default"}
+    if FLAGS.peak:  # before the model exists, so nothing else competes for the cores
+        dtypes = dict.fromkeys(["float32", MATMUL_DTYPES[FLAGS.precision]])
+        peaks = {dtype: round(matmul_peak_gflops(dtype, FLAGS.peak_size), 1) for dtype in dtypes}
+    if FLAGS.task == "pretrain":
+        record.update(_pretrain(config, jit_compile))
+    elif FLAGS.task == "classify":
+        record.update(_classify(config, jit_compile))
+    elif FLAGS.task == "qa":
+        record.update(_question_answering(config, jit_compile))
+    else:
+        record.update(_infer(config))
+    if FLAGS.peak:
+        record["peak_gflop_per_s"] = peaks
+        record["fraction_of_peak"] = round(
+            record["model_gflop_per_s"] / peaks[MATMUL_DTYPES[FLAGS.precision]], 3)
+    print(json.dumps(record))
+
+
+def matmul_peak_gflops(dtype, n=2048, repeats=10):
+    """GFLOP/s (2 n^3 / median seconds) of an n x n @ n x n tf.matmul in `dtype` inside a
+    tf.function without XLA: one untimed call, then `repeats` timed ones."""
+    import numpy as np
+    import tensorflow as tf
+
+    # NumPy's generator, so TensorFlow's global random state is left as the model will find it.
+    a, b = (tf.cast(np.random.default_rng(i).standard_normal((n, n), np.float32), dtype)
+            for i in range(2))
+    matmul = tf.function(tf.matmul, jit_compile=False)
+    matmul(a, b).numpy()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        matmul(a, b).numpy()
+        times.append(time.perf_counter() - start)
+    return 2 * n ** 3 / statistics.median(times) / 1e9
+
+
+def _time(step, steps, warmup):
+    """(compile seconds, sorted step times) of `step()`: one untimed call, warmup, timed calls."""
+    start = time.perf_counter()
+    step()
+    compile_s = time.perf_counter() - start
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return compile_s, sorted(times)
+
+
+def _time_against_keras_hub_layers(step, baseline_step, flops):
+    """`step` and `baseline_step` timed alternately, one call of each per round after their
+    compilation and warmup: ((compile seconds, sorted times) of `step`, {"keras_hub_layers":
+    the baseline's rates, "speedup_vs_keras_hub_layers": its median over ours})."""
+    compile_s, _ = _time(step, 0, FLAGS.warmup)
+    baseline_compile_s, _ = _time(baseline_step, 0, FLAGS.warmup)
+    times, baseline_times = [], []
+    for _ in range(FLAGS.steps):
+        for function, record in ((step, times), (baseline_step, baseline_times)):
+            start = time.perf_counter()
+            function()
+            record.append(time.perf_counter() - start)
+    baseline = _rates(sorted(baseline_times), baseline_compile_s, flops)
+    speedup = statistics.median(baseline_times) / statistics.median(times)
+    return (compile_s, sorted(times)), {"keras_hub_layers": baseline,
+                                        "speedup_vs_keras_hub_layers": round(speedup, 3)}
+
+
+def with_keras_hub_layers(model):
+    """`model` with every TransformerLayer computing keras-hub's TransformerEncoder.call (keras
+    MultiHeadAttention and Dense; the block before its faster call) instead of its own. Same
+    variables and maths; set before the model is first traced."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
+    import keras_hub
+
+    from electra_tf.models.transformer import TransformerLayer
+
+    for layer in model._flatten_layers():
+        if isinstance(layer, TransformerLayer):
+            layer.call = keras_hub.layers.TransformerEncoder.call.__get__(layer)
+    return model
+
+
+def _pretrain(config, jit_compile):
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
+    import numpy as np
+    import tensorflow as tf
+
+    from electra_tf.pretraining_data.masking import mask_tokens, max_predictions_per_seq
+    from electra_tf.models.pretrainer_factory import build_pretrainer
+    from electra_tf.training.optimizer import create_optimizer
+
+    objective = config.objective
+    num_predictions = max_predictions_per_seq(objective.mask_prob, FLAGS.seq)
+
+    vocab_size = config.model.vocab_size
+    ids = np.random.default_rng(0).integers(  # above BERT's special ids when the vocab allows
+        min(104, vocab_size // 2), vocab_size, size=(FLAGS.batch, FLAGS.seq)).astype(np.int32)
+    ids[:, 0], ids[:, -1] = objective.cls_token_id, objective.sep_token_id
+    mask = np.ones_like(ids)
+    batch = mask_tokens(ids, mask, tf.constant([0, 0]), mask_prob=objective.mask_prob,
+                        max_predictions=num_predictions, mask_token_id=objective.mask_token_id,
+                        special_token_ids=[objective.cls_token_id, objective.sep_token_id,
+                                           objective.mask_token_id])
+    batch.update(input_mask=tf.constant(mask), segment_ids=tf.zeros_like(ids))
+
+    def training_step(model):
+        model.compile(optimizer=create_optimizer(config.optimizer), jit_compile=jit_compile)
+        return lambda: model.train_on_batch(batch)
+
+    step = training_step(build_pretrainer(config.model, objective))
+    flops = pretraining_step_flops(config.model, FLAGS.batch, FLAGS.seq, num_predictions,
+                                   objective.electra_objective)
+    baseline = {}
+    if FLAGS.against_keras_hub_layers:
+        baseline_step = training_step(with_keras_hub_layers(
+            build_pretrainer(config.model, objective)))
+        (compile_s, times), baseline = _time_against_keras_hub_layers(step, baseline_step, flops)
+    else:
+        compile_s, times = _time(step, FLAGS.steps, FLAGS.warmup)
+    return {**_rates(times, compile_s, flops), **baseline, **_profile(step)}
+
+
+def _rates(times, compile_s, flops):
+    median = statistics.median(times)
+    return {"median_step_s": round(median, 4), "compile_s": round(compile_s, 1),
+            "tokens_per_s": round(FLAGS.batch * FLAGS.seq / median, 1),
+            "sequences_per_s": round(FLAGS.batch / median, 2),
+            "model_gflop_per_s": round(flops / median / 1e9, 1)}
+
+
+def _profile(step):
+    """{"profile": {category: op ms per step}} of --profile_steps calls of `step()` traced into
+    --profile, after printing the breakdown table; {} without --profile."""
+    if not FLAGS.profile:
+        return {}
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
+    import tensorflow as tf
+
+    from electra_tf.training.profile_breakdown import format_breakdown, op_breakdown
+
+    tf.profiler.experimental.start(FLAGS.profile)
+    try:
+        for _ in range(FLAGS.profile_steps):
+            step()
+    finally:
+        tf.profiler.experimental.stop()
+    rows = op_breakdown(FLAGS.profile, FLAGS.profile_steps)
+    print(format_breakdown(rows))
+    return {"profile": {row.category: round(row.ms_per_step, 2) for row in rows}}
+
+
+def _pair_inputs(vocab_size):
+    """Random ids, full mask, second segment from seq // 4 on (as the torch reference)."""
+    import numpy as np
+
+    ids = np.random.default_rng(0).integers(5, vocab_size, size=(FLAGS.batch, FLAGS.seq))
+    segments = np.zeros_like(ids)
+    segments[:, FLAGS.seq // 4:] = 1
+    return {"input_ids": ids.astype(np.int32), "input_mask": np.ones_like(ids, np.int32),
+            "segment_ids": segments.astype(np.int32)}
+
+
+def _finetune(model, config, labels, jit_compile):
+    """Times one fine-tuning step of `model` on `_pair_inputs` with the original's fine-tuning
+    optimizer (layer-wise LR decay); FLOPs: 3x the encoder's forward pass."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
+    from electra_tf.training.optimizer import create_optimizer
+
+    optimizer_config = dataclasses.replace(FinetuneConfig().optimizer, train_steps=10000,
+                                           warmup_steps=1000)
+    model.compile(optimizer=create_optimizer(optimizer_config, config.model.num_layers),
+                  jit_compile=jit_compile)
+    inputs = _pair_inputs(config.model.vocab_size)
+    step = lambda: model.train_on_batch(inputs, labels)
+    compile_s, times = _time(step, FLAGS.steps, FLAGS.warmup)
+    flops = 3 * FLAGS.batch * FLAGS.seq * encoder_flops_per_token(config.model, FLAGS.seq)
+    return {**_rates(times, compile_s, flops), **_profile(step)}
+
+
+def _classify(config, jit_compile):
+    """One fine-tuning step of the 3-label classifier."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
+    import numpy as np
+
+    from electra_tf.models.classifier import ElectraClassifier
+
+    labels = np.random.default_rng(1).integers(0, 3, size=FLAGS.batch).astype(np.int32)
+    return _finetune(ElectraClassifier(config.model, num_labels=3), config, labels, jit_compile)
+
+
+def _question_answering(config, jit_compile):
+    """One fine-tuning step of the question answerer with the qa section's defaults; every
+    question answerable, its span (1-4 tokens) inside the context segment."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
+    import numpy as np
+
+    from electra_tf.models.question_answerer import ElectraQuestionAnswerer
+
+    qa = QAConfig()
+    model = ElectraQuestionAnswerer(config.model, head=qa.head, beam_size=qa.beam_size,
+                                    answerable_weight=qa.answerable_weight)
+    rng = np.random.default_rng(1)
+    last = FLAGS.seq - 2  # the final [SEP] is at seq - 1
+    start = rng.integers(FLAGS.seq // 4, last + 1, size=FLAGS.batch)
+    end = np.minimum(start + rng.integers(0, 4, size=FLAGS.batch), last)
+    labels = {"start_positions": start.astype(np.int32), "end_positions": end.astype(np.int32),
+              "is_impossible": np.zeros(FLAGS.batch, np.float32)}
+    return _finetune(model, config, labels, jit_compile)
+
+
+def _infer(config):
+    """serving_default of the exported classifier, loaded back as a model server would."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
+    import tensorflow as tf
+
+    from electra_tf.export.classifier import export_classifier
+    from electra_tf.models.classifier import ElectraClassifier
+
+    inputs = {k: tf.constant(v) for k, v in _pair_inputs(config.model.vocab_size).items()}
+    flops = FLAGS.batch * FLAGS.seq * encoder_flops_per_token(config.model, FLAGS.seq)
+
+    def serving_step(model, directory):
+        export_classifier(model, directory, task="benchmark", label_names=("a", "b", "c"),
+                          with_examples=False)
+        serve = tf.saved_model.load(directory).signatures["serving_default"]
+        return lambda: serve(**inputs)["logits"].numpy()
+
+    with tempfile.TemporaryDirectory() as directory:
+        step = serving_step(ElectraClassifier(config.model, num_labels=3), f"{directory}/ours")
+        baseline = {}
+        if FLAGS.against_keras_hub_layers:
+            baseline_step = serving_step(with_keras_hub_layers(
+                ElectraClassifier(config.model, num_labels=3)), f"{directory}/keras_hub")
+            (compile_s, times), baseline = _time_against_keras_hub_layers(
+                step, baseline_step, flops)
+        else:
+            compile_s, times = _time(step, FLAGS.steps, FLAGS.warmup)
+        profile = _profile(step)
+    record = {**_rates(times, compile_s, flops), **baseline}
+    record.update(latency_p50_ms=round(1000 * times[len(times) // 2], 2),
+                  latency_p99_ms=round(1000 * times[min(len(times) - 1,
+                                                         int(0.99 * len(times)))], 2),
+                  **profile)
+    return record
+
+
+if __name__ == "__main__":
+    app.run(main)

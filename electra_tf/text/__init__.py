@@ -1,0 +1,1 @@
+"""Text to tokens: normalization, the in-graph WordPiece tokenizer and vocabulary learning."""

@@ -1,0 +1,257 @@
+"""The benchmark commands run end to end and print their JSON lines."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from electra_tf.config import load_config
+from electra_tf.training.flops import pretraining_step_flops
+from electra_tf.training.profile_breakdown import format_breakdown, op_breakdown
+from tests.run_helpers import _own_flags, run_in_process
+
+
+def test_flop_count_of_electra_small():
+    model = load_config("model/small").model
+    # Hand count, forward: discriminator 12 x (8*256^2 + 4*256*1024 + 4*128*256) + projection
+    # 2*128*256 + head 2*256^2 + 2*256 per token; generator (width 64) 12 x (8*64^2 + 4*64*256
+    # + 4*128*64) + 2*128*64 per token; MLM head 2*64*128 + 2*128*30522 per masked slot.
+    disc = 12 * (8 * 256**2 + 4 * 256 * 1024 + 4 * 128 * 256) + 2 * 128 * 256 + 2 * 256**2 + 2 * 256
+    gen = 12 * (8 * 64**2 + 4 * 64 * 256 + 4 * 128 * 64) + 2 * 128 * 64
+    head = 2 * 64 * 128 + 2 * 128 * 30522
+    expected = 3 * (32 * 128 * (disc + gen) + 32 * 19 * head)
+    assert pretraining_step_flops(model, 32, 128, 19) == expected
+
+
+def _json_lines(module, *args, own_process=True):
+    """The JSON lines a benchmark command prints (it must succeed): run as `python -m`, or its
+    main in this process."""
+    if own_process:
+        result = subprocess.run([sys.executable, "-m", module, *args], capture_output=True,
+                                text=True, timeout=300)
+    else:
+        result = run_in_process(args, module=module)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return [json.loads(l) for l in result.stdout.splitlines() if l.startswith("{")]
+
+
+@pytest.mark.slow
+def test_benchmark_prints_a_json_line():
+    record = _json_lines("electra_tf.benchmarks.steps", "--size", "tiny", "--batch", "4", "--seq", "16",
+                         "--steps", "2", "--warmup", "0")[-1]
+    assert {"impl", "size", "batch", "seq", "median_step_s", "tokens_per_s",
+            "model_gflop_per_s"} <= set(record)
+    assert record["batch"] == 4 and record["seq"] == 16 and record["tokens_per_s"] > 0
+    # By default the line carries the machine's float32 matmul peak and the step's share of it.
+    assert record["peak_gflop_per_s"]["float32"] > 0 and record["fraction_of_peak"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task,seq,steps", [("classify", 16, 3), ("infer", 16, 3), ("qa", 32, 2)])
+def test_finetuning_benchmarks_print_a_json_line(task, seq, steps):
+    record = _json_lines("electra_tf.benchmarks.steps", "--task", task, "--size", "tiny", "--batch", "2",
+                         "--seq", str(seq), "--steps", str(steps), "--warmup", "0",
+                         own_process=False)[-1]
+    assert record["task"] == task and record["seq"] == seq and record["sequences_per_s"] > 0
+    assert record["model_gflop_per_s"] > 0
+    if task == "infer":
+        assert record["latency_p99_ms"] >= record["latency_p50_ms"] > 0
+
+
+def test_matmul_peak_probe_measures_float32_and_bfloat16():
+    with _own_flags("electra_tf.benchmarks.steps") as benchmark:  # its flags only for the import
+        for dtype in ("float32", "bfloat16"):
+            assert benchmark.matmul_peak_gflops(dtype, n=128, repeats=2) > 0
+
+
+@pytest.mark.slow
+def test_benchmark_reports_its_fraction_of_the_matmul_peak():
+    record = _json_lines("electra_tf.benchmarks.steps", "--size", "tiny", "--batch", "8", "--seq", "32",
+                         "--steps", "1", "--warmup", "0", "--precision", "bf16", "--peak",
+                         "--peak_size", "128", own_process=False)[-1]
+    peaks = record["peak_gflop_per_s"]
+    assert set(peaks) == {"float32", "bfloat16"} and min(peaks.values()) > 0
+    assert record["model_gflop_per_s"] > 0
+    assert record["fraction_of_peak"] == pytest.approx(
+        record["model_gflop_per_s"] / peaks["bfloat16"], abs=5e-4)
+
+
+@pytest.mark.slow
+def test_benchmark_profile_prints_the_op_time_breakdown(tmp_path):
+    result = run_in_process(["--size", "tiny", "--batch", "4", "--seq", "16", "--steps", "1",
+                             "--warmup", "0", "--profile", tmp_path, "--profile_steps", "2"],
+                            module="electra_tf.benchmarks.steps")
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.strip().splitlines()
+    profile = json.loads(lines[-1])["profile"]  # the JSON line stays the last one
+    assert "| category | ms/step (op time) |" in result.stdout
+    (total_line,) = [line for line in lines if line.startswith("| total |")]
+    total = float(total_line.split("|")[2])
+    assert profile["matmul"] > 0
+    assert sum(profile.values()) == pytest.approx(total, abs=0.01 * len(profile))
+    assert profile.get("other", 0) < 0.2 * total
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["pretrain", "infer"])
+def test_benchmark_against_keras_hub_layers(task):
+    record = _json_lines("electra_tf.benchmarks.steps", "--task", task, "--size", "tiny", "--batch", "2",
+                         "--seq", "16", "--steps", "3", "--warmup", "0", "--nopeak",
+                         "--against_keras_hub_layers", own_process=False)[-1]
+    baseline = record["keras_hub_layers"]
+    assert baseline["median_step_s"] > 0 and baseline["model_gflop_per_s"] > 0
+    # From tokens/s: a tiny model's median_step_s, rounded to 0.1 ms, is too coarse.
+    assert record["speedup_vs_keras_hub_layers"] == pytest.approx(
+        record["tokens_per_s"] / baseline["tokens_per_s"], rel=0.01)
+
+
+def test_with_keras_hub_layers_runs_keras_hub_attention_with_the_same_result():
+    import tensorflow as tf
+
+    from electra_tf.models.encoder import ElectraEncoder, make_embeddings
+
+    with _own_flags("electra_tf.benchmarks.steps") as benchmark:
+        config = load_config("model/tiny").model
+        inputs = (tf.constant([[5, 6, 7, 0]]), tf.constant([[1, 1, 1, 0]]), tf.zeros([1, 4], tf.int32))
+        ours = ElectraEncoder.from_model_config(config, make_embeddings(config))
+        ours(*inputs)
+        baseline = ElectraEncoder.from_model_config(config, make_embeddings(config))
+        baseline(*inputs)
+        baseline.set_weights(ours.get_weights())
+        benchmark.with_keras_hub_layers(baseline)
+
+        def runs_einsum_dense(encoder):  # keras MultiHeadAttention's query projection
+            graph = tf.function(encoder).get_concrete_function(*inputs).graph
+            return any(re.search(r"self_attention_layer(_\d+)?/query", op.name)
+                       for op in graph.get_operations())
+
+        assert runs_einsum_dense(baseline) and not runs_einsum_dense(ours)
+        tf.debugging.assert_near(ours(*inputs), baseline(*inputs), atol=1e-5)
+
+
+def _write_trace(directory, events):
+    """An .xplane.pb in `directory` whose /host:CPU plane's tf_Compute line holds `events`
+    [(label, duration in ms)], beside a line and a plane the breakdown must ignore."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    device = space.planes.add(name="/device:GPU:0")
+    host = space.planes.add(name="/host:CPU")
+    python_line = host.lines.add(name="benchmark.py")
+    compute = host.lines.add(name="tf_Compute/123")
+    for index, (label, ms) in enumerate(events, start=1):
+        host.event_metadata[index].id = index
+        host.event_metadata[index].name = label
+        for line in (compute, python_line):
+            line.events.add(metadata_id=index, duration_ps=int(ms * 1e9))
+        device.event_metadata[index].name = label
+        device.lines.add(name="tf_Compute/1").events.add(metadata_id=index, duration_ps=10**12)
+    os.makedirs(directory)
+    with open(os.path.join(directory, "host.xplane.pb"), "wb") as f:
+        f.write(space.SerializeToString())
+
+
+def test_op_breakdown_sums_op_time_per_category_of_the_newest_trace(tmp_path):
+    _write_trace(tmp_path / "plugins/profile/old", [("old/MatMul:MatMul", 1000.0)])
+    os.utime(tmp_path / "plugins/profile/old/host.xplane.pb", (0, 0))
+    _write_trace(tmp_path / "plugins/profile/new", [
+        ("gradient_tape/discriminator/layer_3/MatMul/MatMul:_MklMatMul", 6.0),
+        ("discriminator/layer_0/MatMul:_MklNativeFusedMatMul", 2.0),
+        ("generator/layer_1/dropout_1/StatelessRandomUniformV2:StatelessRandomUniformV2", 3.0),
+        ("gradient_tape/generator/layer_1/feedforward_dropout/stateless_dropout/SelectV2:SelectV2",
+         1.0),
+        ("gradient_tape/discriminator/layer_1/Gelu/mul/Mul:Mul", 2.0),
+        ("discriminator/layer_1/self_attention_layer_norm/SquaredDifference:SquaredDifference",
+         1.0),
+        ("discriminator/layer_1/Softmax:_MklSoftmax", 0.4),
+        ("SparseSoftmaxCrossEntropyWithLogits/x:SparseSoftmaxCrossEntropyWithLogits", 0.8),
+        ("ArgMax:ArgMax", 0.2),  # outside every name scope: the train step's sampling
+        ("adam_weight_decay/Square_3:Square", 1.2),
+        ("adam_weight_decay/AssignSubVariableOp_4:AssignSubVariableOp", 0.6),
+        ("adam_weight_decay/Sum_3/input:UnsortedSegmentSum", 0.5),  # the type decides first
+        ("clip_by_global_norm/mul:Mul", 0.3),
+        ("gradient_tape/discriminator/layer_1/BiasAdd/BiasAddGrad:BiasAddGrad", 0.7),
+        ("gradient_tape/generator_predictions/word_embeddings/transpose/transpose:_MklTranspose",
+         0.9),
+        ("AddN_7:AddN", 0.1),  # the tape's sum of two gradients
+        ("AddN/tmp_var_accum_0:AssignAdd", 0.05),
+        ("discriminator/embeddings/AddN:AddN", 0.1),  # grappler's sum of three embeddings
+        ("AssignVariableOp_3:AssignVariableOp", 0.05),
+        ("discriminator/layer_1/concat:ConcatV2", 0.1),
+        ("Threadpool::Enqueue:Threadpool", 50.0),  # not ops: skipped
+        ("ExecutorState::Process:ExecutorState", 50.0),
+        ("EagerExecute", 50.0),
+    ])
+    rows = op_breakdown(str(tmp_path), steps=2)
+    assert {row.category: row.ms_per_step for row in rows} == pytest.approx({
+        "matmul": 4.0, "dropout (random numbers, masks)": 2.0, "GELU": 1.0, "LayerNorm": 0.5,
+        "attention softmax and masking": 0.2, "loss and sampling": 0.5,
+        "optimizer update": 0.9, "embeddings (gather and gradient)": 0.3,
+        "gradient clipping": 0.15, "bias gradients": 0.35, "transposes": 0.45,
+        "gradient sums (AddN)": 0.075, "metrics": 0.025, "other": 0.05})
+    assert [row.category for row in rows[:3]] == ["matmul", "dropout (random numbers, masks)",
+                                                  "GELU"]
+    assert sum(row.share for row in rows) == pytest.approx(1.0)
+    assert rows[0].share == pytest.approx(8.0 / 21.0)
+    assert [(op_type, round(ms, 9)) for op_type, ms in rows[0].top_op_types] == [
+        ("_MklMatMul", 3.0), ("_MklNativeFusedMatMul", 1.0)]
+    table = format_breakdown(rows)
+    assert "| matmul | 4.00 | 38.1% | _MklMatMul 3.0, _MklNativeFusedMatMul 1.0 |" in table
+    assert table.splitlines()[-1] == "| total | 10.50 | 100% | |"
+
+
+@pytest.mark.slow
+def test_squad_pipeline_benchmark_prints_its_json_lines():
+    # 300 questions: two featurization chunks, so the 2-process build really uses a pool.
+    records = _json_lines("electra_tf.benchmarks.squad", "--size", "tiny", "--num_examples", "300",
+                          "--predict_examples", "12", "--max_seq_length", "256", "--batch", "4",
+                          "--num_workers", "2")
+    by_measure = {}
+    for record in records:
+        by_measure.setdefault(record["measure"], []).append(record)
+    assert by_measure["examples"][0]["examples"] == 300
+    assert by_measure["examples"][0]["long_paragraphs"] > 0
+    featurize = by_measure["featurize"] + by_measure["write_training_records"]
+    assert [r["processes"] for r in featurize] == [1, 1, 2]
+    assert len({r["windows"] for r in featurize}) == 1  # the same windows however built
+    for record in featurize:
+        assert record["windows"] > record["examples"] == 300 and record["examples_per_s"] > 0
+    (predict,) = by_measure["predict"]
+    assert predict["examples"] == 12 and predict["features"] >= 12
+    assert predict["features_per_s"] > 0 and predict["model_features_per_s"] > 0
+
+
+@pytest.mark.slow
+def test_data_benchmark_prints_its_json_lines(tmp_path):
+    """Vocabulary learning (ours and `tokenizers`' trainer, twice each), then the build,
+    pipeline and tokenizer measures on one copy of the embedded corpus."""
+    from electra_tf.text.vocab_learning import learn_vocabulary
+    from tests.text.test_vocab_learning import random_word_lines
+
+    (tmp_path / "corpus.txt").write_text(
+        "".join(line + "\n\n" for line in random_word_lines(300)), encoding="utf-8")
+    other_vocab = tmp_path / "other_vocab.txt"
+    learn_vocabulary(random_word_lines(300, seed=1), 60, str(other_vocab))
+    records = _json_lines("electra_tf.benchmarks.pretraining_data", "--vocab_corpus",
+                          str(tmp_path / "corpus.txt"), "--vocab_size", "150",
+                          "--learn_repeats", "2", "--compare_vocab_file", str(other_vocab),
+                          "--copies", "1", "--num_processes", "1")
+    by_measure = {}
+    for record in records:
+        by_measure.setdefault(record["measure"], []).append(record)
+    (corpus,) = by_measure["vocab_corpus"]
+    assert corpus["documents"] == 270 and corpus["held_out_documents"] == 30
+    ours, hf = by_measure["learn_vocabulary"]
+    assert ours["impl"].startswith("electra_tf") and hf["impl"].startswith("hf tokenizers")
+    assert ours["identical_files"] and ours["size"] == hf["size"] == 150
+    for record in (ours, hf):
+        assert len(record["all_seconds"]) == 2 and record["seconds"] > 0
+        assert 1 < record["held_out_tokens_per_word"] < 8
+    (other,) = by_measure["held_out_tokens_per_word"]
+    assert other["size"] == 60 and other["tokens_per_word"] > ours["held_out_tokens_per_word"]
+    assert [r["processes"] for r in by_measure["build_pretraining_data"]] == [1]
+    assert by_measure["input_pipeline"][0]["batches_per_s"] > 0
+    assert [r["impl"].split()[0] for r in by_measure["tokenize"]] == ["electra_tf", "hf", "hf"]
