@@ -166,61 +166,25 @@ def _discriminator(config_path):
     return model, write
 
 
-def _classifier(card, config_path):
-    """(classifier, writer of its SavedModel) for a fine-tuned run directory (task.json)."""
+def _task_model(card, config_path):
+    """(task model, writer of its SavedModel) for a fine-tuned run directory (task.json): the
+    model and the export of the kind the card names (`finetuning.kinds`)."""
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
-    from electra_tf.export.classifier import export_classifier
-    from electra_tf.models.classifier import ElectraClassifier
+    from electra_tf.finetuning import kinds
+    from electra_tf.finetuning.common import ExportOptions
 
+    kind = kinds.kind_named(card.get("kind", "classification"))  # old classifier cards: no kind
+    if kind is None:
+        raise ExportCommandError(f"{FLAGS.model_dir}: task.json names an unknown kind "
+                                 f"{card.get('kind')!r} (known: {', '.join(kinds.KINDS)})")
     config = load_config(config_path, base=FinetuneConfig())
-    vocab_file = _tokenizer_vocab(config.finetune.vocab_file)
-    if card.get("kind") == "qa":
-        return _question_answerer(card, config, vocab_file)
-    if card.get("kind") == "tagging":
-        return _tagger(card, config, vocab_file)
-    labels = card["labels"]
-    model = ElectraClassifier(config.model, len(labels or ()), regression=labels is None)
+    model = kind.build_model(card, config)
+    options = ExportOptions(with_tokenizer=FLAGS.with_tokenizer, with_examples=FLAGS.with_examples,
+                            vocab_file=_tokenizer_vocab(config.finetune.vocab_file),
+                            max_seq_length=FLAGS.max_seq_length)
 
     def write(directory):
-        export_classifier(model, directory, task=card["task"], label_names=labels,
-                          label_range=card["label_range"], with_examples=FLAGS.with_examples,
-                          with_tokenizer=FLAGS.with_tokenizer, pair=card["pair"],
-                          vocab_file=vocab_file, lower_case=config.finetune.lower_case,
-                          max_seq_length=FLAGS.max_seq_length or config.finetune.max_seq_length)
-    return model, write
-
-
-def _question_answerer(card, config, vocab_file):
-    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
-    from electra_tf.export.question_answerer import export_question_answerer
-    from electra_tf.models.question_answerer import ElectraQuestionAnswerer
-
-    model = ElectraQuestionAnswerer(config.model, head=config.qa.head,
-                                    beam_size=config.qa.beam_size)
-
-    def write(directory):
-        export_question_answerer(
-            model, directory, task=card["task"], with_examples=FLAGS.with_examples,
-            with_tokenizer=FLAGS.with_tokenizer, vocab_file=vocab_file,
-            lower_case=config.finetune.lower_case,
-            max_seq_length=FLAGS.max_seq_length or config.finetune.max_seq_length,
-            max_query_length=config.qa.max_query_length,
-            max_answer_length=config.qa.max_answer_length)
-    return model, write
-
-
-def _tagger(card, config, vocab_file):
-    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
-    from electra_tf.export.tagger import export_tagger
-    from electra_tf.models.tagger import ElectraTagger
-
-    model = ElectraTagger(config.model, len(card["tags"]))
-
-    def write(directory):
-        export_tagger(model, directory, task=card["task"], tag_names=card["tags"],
-                      with_examples=FLAGS.with_examples, with_tokenizer=FLAGS.with_tokenizer,
-                      vocab_file=vocab_file, lower_case=config.finetune.lower_case,
-                      max_seq_length=FLAGS.max_seq_length or config.finetune.max_seq_length)
+        kind.export(model, directory, card, config, options)
     return model, write
 
 
@@ -243,7 +207,7 @@ def run() -> int:
     from electra_tf.training.checkpointing import restore_weights
 
     card = read_task_card(FLAGS.model_dir) if FLAGS.model_dir else None
-    model, write = (_classifier(card, config_path) if card is not None
+    model, write = (_task_model(card, config_path) if card is not None
                     else _discriminator(config_path))
     _check_fits(tf, model, checkpoint, config_path)
     restore_weights(model, checkpoint)

@@ -40,19 +40,16 @@ import tensorflow as tf
 
 from electra_tf.config import ConfigError, FinetuneConfig, ObjectiveConfig, load_config
 from electra_tf.convert.keras_hub import assign_from_keras_hub, model_config_from_keras_hub
+from electra_tf.finetuning import kinds
 from electra_tf.finetuning.runner import TASK_CARD, read_task_card
 from electra_tf.finetuning.source import resolve_source, restore_encoder
 # Importing electra_tf.models registers every class a .keras file can name.
-from electra_tf.models import (ElectraClassifier, ElectraEncoder, ElectraPretrainer,
-                               ElectraQuestionAnswerer, ElectraTagger, build_pretrainer,
-                               make_embeddings)
+from electra_tf.models import ElectraEncoder, ElectraPretrainer, build_pretrainer, make_embeddings
 from electra_tf.models.task_model import TaskModel
 from electra_tf.training.checkpointing import CheckpointError, restore_weights
 
 PRETRAINING, FINETUNING, KERAS_HUB, KERAS_FILE = "pretraining", "fine-tuning", "keras-hub", ".keras"
 KERAS_HUB_CLASS = "ElectraBackbone"
-TASK_MODELS = {"classification": ElectraClassifier, "qa": ElectraQuestionAnswerer,
-               "tagging": ElectraTagger}
 EXPECTED = ("a run directory of run_pretraining or an output directory of convert_checkpoint "
             "(config.yaml + checkpoints/), a fine-tuning run directory (task.json + config.yaml + "
             "checkpoints/), a keras-hub ElectraBackbone preset (config.json + model.weights.h5) "
@@ -292,26 +289,14 @@ def _fine_tuned_model(directory: str, model_class: type, path: str, overrides: d
     """The task model a fine-tuning run built (see each task's `build_model`), before restoring."""
     card = read_task_card(directory)
     config = load_config(os.path.join(directory, "config.yaml"), base=FinetuneConfig())
-    kind = card.get("kind", "classification")  # older cards of classifiers have no kind
-    if kind not in TASK_MODELS:
-        raise ConfigError(f"{os.path.join(directory, TASK_CARD)}: unknown kind {kind!r} (known: "
-                          f"{', '.join(TASK_MODELS)})")
-    task_class = TASK_MODELS[kind]
-    if not issubclass(task_class, model_class):
-        raise CheckpointError(f"{path} holds a fine-tuned {task_class.__name__} (task "
+    kind = kinds.kind_named(card.get("kind", "classification"))  # old classifier cards: no kind
+    if kind is None:
+        raise ConfigError(f"{os.path.join(directory, TASK_CARD)}: unknown kind "
+                          f"{card.get('kind')!r} (known: {', '.join(kinds.KINDS)})")
+    if not issubclass(kind.model_class, model_class):
+        raise CheckpointError(f"{path} holds a fine-tuned {kind.model_class.__name__} (task "
                               f"{card.get('task')}), not {_a(model_class.__name__)}")
-    run, qa = config.finetune, config.qa
-    arguments = {"loss_reduction": run.loss_reduction}
-    if kind == "classification":
-        labels = card.get("labels")
-        arguments.update(num_labels=len(labels) if labels else 1, regression=labels is None,
-                         dropout=run.head_dropout)
-    elif kind == "qa":
-        arguments.update(head=qa.head, beam_size=qa.beam_size,
-                         answerable_weight=qa.answerable_weight)
-    else:
-        arguments.update(num_tags=len(card["tags"]))
-    return task_class(config.model, **{**arguments, **overrides})
+    return kind.model_class(config.model, **{**kind.model_arguments(card, config), **overrides})
 
 
 def load(path: str):

@@ -132,30 +132,26 @@ def run() -> int:
     preemption = callbacks.Preemption()
     source = resolve_source(FLAGS.init_checkpoint) if FLAGS.init_checkpoint else None
     # Everything that can be refused is checked before any training: config, every task's data.
-    overrides = list(FLAGS.override) + (
-        [f"finetune.vocab_file={FLAGS.vocab_file}"] if FLAGS.vocab_file else [])
-    configs = [api.resolve_config(source, FLAGS.config or api.DEFAULT_CONFIG, overrides, name)
-               for name in FLAGS.task]
-    loaded = [api.load_task(
-        name, data_dir=FLAGS.data_dir, use_tfds=FLAGS.tfds, tfds_data_dir=FLAGS.tfds_data_dir,
-        train_file=FLAGS.train_file, dev_file=FLAGS.dev_file, test_file=FLAGS.test_file,
-        predict_file=FLAGS.predict_file,
+    prepared = [api.prepare(
+        name, source=source, config=FLAGS.config or api.DEFAULT_CONFIG, overrides=FLAGS.override,
+        vocab_file=FLAGS.vocab_file, do_predict=FLAGS.do_predict, data_dir=FLAGS.data_dir,
+        use_tfds=FLAGS.tfds, tfds_data_dir=FLAGS.tfds_data_dir, train_file=FLAGS.train_file,
+        dev_file=FLAGS.dev_file, test_file=FLAGS.test_file, predict_file=FLAGS.predict_file,
         text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
         label_column=FLAGS.label_column, labels=FLAGS.labels, regression=FLAGS.regression,
-        label_range=_label_range(), tag_column=FLAGS.tag_column, with_test=FLAGS.do_predict)
+        label_range=_label_range(), tag_column=FLAGS.tag_column)
         for name in FLAGS.task]
     distribution.split_cpu(FLAGS.cpu_devices)
     strategy = distribution.make_strategy(FLAGS.strategy, FLAGS.tpu)
     jit_compile = distribution.use_xla(strategy, FLAGS.jit_compile)
     keras.mixed_precision.set_dtype_policy(distribution.DTYPE_POLICIES[FLAGS.mixed_precision])
-    for task, config in zip(loaded, configs):
-        model_dir = FLAGS.model_dir if len(loaded) == 1 else os.path.join(
-            FLAGS.model_dir, task.directory_name)
-        report = runner.finetune(task, config, model_dir, source=source,
-                                 num_trials=FLAGS.num_trials, strategy=strategy,
-                                 jit_compile=jit_compile, export=FLAGS.export,
-                                 with_tokenizer=FLAGS.with_tokenizer, do_predict=FLAGS.do_predict,
-                                 preemption=preemption)
+    for task in prepared:
+        model_dir = FLAGS.model_dir if len(prepared) == 1 else os.path.join(
+            FLAGS.model_dir, task.task.directory_name)
+        report = api.run_prepared(task, model_dir, num_trials=FLAGS.num_trials,
+                                  strategy=strategy, jit_compile=jit_compile,
+                                  export=FLAGS.export, with_tokenizer=FLAGS.with_tokenizer,
+                                  do_predict=FLAGS.do_predict, preemption=preemption)
         print(runner.format_report(report, model_dir), flush=True)
         if report["status"] != "finished":
             logging.info("preempted: rerun the same command to continue")

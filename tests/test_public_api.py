@@ -49,7 +49,7 @@ def test_every_error_a_user_can_cause_is_a_user_error():
     from electra_tf.task_data.squad import SquadDataError
     from electra_tf.text.tokenization import VocabularyError
     from electra_tf.export.savedmodel import ExportError
-    from electra_tf.finetuning.classification import FinetuneError
+    from electra_tf.finetuning.common import FinetuneError
     from electra_tf.training.checkpointing import CheckpointError
     from electra_tf.training.distribution import StrategyError
     from electra_tf.training.pretrain import RunError

@@ -18,7 +18,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 from electra_tf.finetuning import api
 from electra_tf.finetuning.source import resolve_source, restore_encoder
-from electra_tf.finetuning.classification import ClassificationJob, batched_inputs
+from electra_tf.finetuning.classification import ClassificationJob
+from electra_tf.finetuning.common import batched_inputs
 import finetune_trials
 from finetune_trials import subtask
 

@@ -118,7 +118,7 @@ def _predict(model, examples, featurizer_args: dict) -> None:
     import numpy as np
 
     from electra_tf.task_data.squad_features import QAFeaturizer
-    from electra_tf.finetuning.classification import batched_inputs
+    from electra_tf.finetuning.common import batched_inputs
     from electra_tf.finetuning.question_answering import predict_examples
     from electra_tf.models.task_model import INPUT_NAMES
 

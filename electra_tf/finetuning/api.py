@@ -12,11 +12,9 @@ from __future__ import annotations
 import dataclasses
 
 from electra_tf.config import FinetuneConfig, apply_dict, learning_rate_for_width, load_config
-from electra_tf.task_data.classification_data import TaskDataError
-from electra_tf.finetuning import runner, tasks
-from electra_tf.finetuning.question_answering import QA_TASKS, load_squad_task
-from electra_tf.finetuning.source import check_fits, resolve_source, restore_encoder
-from electra_tf.finetuning.tagging import TAGGING_TASKS, load_tagging_task
+from electra_tf.finetuning import kinds, runner, tasks
+from electra_tf.finetuning.common import TaskOptions
+from electra_tf.finetuning.source import EncoderSource, check_fits, resolve_source, restore_encoder
 from electra_tf.models.classifier import ElectraClassifier
 
 
@@ -44,7 +42,7 @@ def resolve_config(source=None, config: str = DEFAULT_CONFIG, overrides=(),
     if source is not None:
         base = apply_dict(base, {"model": dataclasses.asdict(source.model_config)},
                           "the init checkpoint")
-    overrides = [*tasks.task_overrides(task), *overrides]
+    overrides = [*kinds.task_overrides(task), *overrides]
     unset = object()  # tells whether the recipe named a rate: resolve once with none in base
     probe = load_config(config, overrides=overrides, base=dataclasses.replace(
         base, optimizer=dataclasses.replace(base.optimizer, learning_rate=unset)), validate=False)
@@ -57,31 +55,40 @@ def resolve_config(source=None, config: str = DEFAULT_CONFIG, overrides=(),
     return resolved
 
 
-def load_task(name: str, *, data_dir=None, use_tfds=False, tfds_data_dir=None, train_file=None,
-              dev_file=None, test_file=None, predict_file=None, text_a_column=None,
-              text_b_column=None, label_column=None, labels=None, regression=False,
-              label_range=(0.0, 1.0), tag_column=-1, with_test=False):
+def load_task(name: str, **options):
     """A task by name: `glue/<task>` (files or TFDS), `csv` (your own files),
     `squad/v1.1` / `squad/v2.0` (the official JSON files or TFDS), `mrqa` (MRQA JSON Lines)
-    or `chunk` / `ner` (CoNLL
-    files or TFDS conll2003)."""
-    if name in TAGGING_TASKS:
-        return load_tagging_task(name, data_dir=data_dir, train_file=train_file,
-                                 dev_file=dev_file, test_file=test_file, tag_column=tag_column,
-                                 use_tfds=use_tfds, tfds_data_dir=tfds_data_dir,
-                                 with_test=with_test)
-    if name in QA_TASKS:
-        return load_squad_task(name, train_file=train_file, predict_file=predict_file or dev_file,
-                               data_dir=data_dir, use_tfds=use_tfds, tfds_data_dir=tfds_data_dir)
-    if name == "csv":
-        return tasks.load_table_task(
-            data_dir=data_dir, train_file=train_file, dev_file=dev_file, test_file=test_file,
-            text_a_column=text_a_column, text_b_column=text_b_column, label_column=label_column,
-            labels=labels, regression=regression, label_range=label_range, with_test=with_test)
-    if not name.startswith("glue/"):
-        raise TaskDataError(f"unknown task {name!r}; choose from {', '.join(tasks.task_names())}")
-    return tasks.load_glue_task(name, data_dir=data_dir, use_tfds=use_tfds,
-                                tfds_data_dir=tfds_data_dir, with_test=with_test)
+    or `chunk` / `ner` (CoNLL files or TFDS conll2003). `options` are `common.TaskOptions`'
+    fields (data_dir, use_tfds, train_file, text_a_column, labels, with_test, ...); each kind
+    reads the ones it knows."""
+    return kinds.load_task(name, TaskOptions(**options))
+
+
+@dataclasses.dataclass
+class PreparedTask:
+    """A task with everything checked before training: its data, the resolved config and the
+    encoder it starts from (None: from scratch)."""
+
+    task: object  # TaskData, SquadTask, TaggingTask
+    config: FinetuneConfig
+    source: EncoderSource | None
+
+
+def prepare(task: str | tasks.TaskData, *, init_checkpoint: str | None = None,
+            config: str = DEFAULT_CONFIG, overrides=(), vocab_file: str | None = None,
+            do_predict: bool = False, source: EncoderSource | None = None,
+            **task_options) -> PreparedTask:
+    """Resolves the config for `task` (a name for `load_task`, with its `task_options`, or a
+    loaded task) and `init_checkpoint` (or an already resolved `source`), then loads the task:
+    everything that can be refused is refused here, before any training."""
+    if source is None and init_checkpoint:
+        source = resolve_source(init_checkpoint)
+    overrides = list(overrides) + ([f"finetune.vocab_file={vocab_file}"] if vocab_file else [])
+    resolved = resolve_config(source, config, overrides,
+                              task if isinstance(task, str) else getattr(task, "name", None))
+    if isinstance(task, str):
+        task = load_task(task, with_test=do_predict, **task_options)
+    return PreparedTask(task, resolved, source)
 
 
 def finetune(task: str | tasks.TaskData, *, model_dir: str, init_checkpoint: str | None = None,
@@ -91,13 +98,14 @@ def finetune(task: str | tasks.TaskData, *, model_dir: str, init_checkpoint: str
              **task_options) -> dict:
     """Fine-tunes on a task (a name for `load_task`, with its `task_options`, or a `TaskData`)
     from `init_checkpoint` (None: from scratch) into `model_dir`; returns the report."""
-    source = resolve_source(init_checkpoint) if init_checkpoint else None
-    overrides = list(overrides) + ([f"finetune.vocab_file={vocab_file}"] if vocab_file else [])
-    resolved = resolve_config(source, config, overrides,
-                              task if isinstance(task, str) else getattr(task, "name", None))
-    if isinstance(task, str):
-        task = load_task(task, with_test=do_predict, **task_options)
-    return runner.finetune(task, resolved, model_dir, source=source, num_trials=num_trials,
-                           strategy=strategy, jit_compile=jit_compile, export=export,
-                           with_tokenizer=with_tokenizer, do_predict=do_predict,
-                           preemption=preemption)
+    prepared = prepare(task, init_checkpoint=init_checkpoint, config=config, overrides=overrides,
+                       vocab_file=vocab_file, do_predict=do_predict, **task_options)
+    return run_prepared(prepared, model_dir, num_trials=num_trials, strategy=strategy,
+                        jit_compile=jit_compile, export=export, with_tokenizer=with_tokenizer,
+                        do_predict=do_predict, preemption=preemption)
+
+
+def run_prepared(prepared: PreparedTask, model_dir: str, **run_options) -> dict:
+    """Fine-tunes a prepared task into `model_dir` (`runner.finetune`'s options); the report."""
+    return runner.finetune(prepared.task, prepared.config, model_dir, source=prepared.source,
+                           **run_options)

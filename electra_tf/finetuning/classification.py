@@ -1,7 +1,8 @@
-"""The classification / regression job of a fine-tuning run (GLUE, csv): features in memory,
-the original's [CLS] head, GLUE metrics, the classifier SavedModel and GLUE submission files.
+"""The classification / regression kind of task (GLUE, csv): features in memory, the original's
+[CLS] head, GLUE metrics, the classifier SavedModel and GLUE submission files.
 
-A job is what `runner.run_trial` drives; every task kind provides one (see `runner.TaskJob`).
+A job is what `runner.run_trial` drives; every task kind provides one (`common.TaskJob`) and
+declares itself in a `KIND` (`common.TaskKind`), listed in `kinds.py`.
 """
 
 from __future__ import annotations
@@ -12,43 +13,16 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.config import FinetuneConfig
-from electra_tf.task_data import glue
-from electra_tf.task_data.classification_features import featurize, swap_pairs
-from electra_tf.text.tokenization import load_vocabulary, make_tokenizer, special_ids
-from electra_tf.errors import UserError
 from electra_tf.evaluation.metrics import HEADLINE, score
 from electra_tf.export.classifier import export_classifier
+from electra_tf.finetuning import tasks
+from electra_tf.finetuning.common import (ExportOptions, TaskKind, TaskOptions, batched_inputs,
+                                          check_vocabulary, shuffled_batches)
 from electra_tf.models.classifier import ElectraClassifier
 from electra_tf.models.task_model import INPUT_NAMES
-
-
-class FinetuneError(UserError):
-    """A fine-tuning run that cannot start or finish as asked."""
-
-
-def check_vocabulary(vocab_file: str, config: FinetuneConfig) -> list[str]:
-    vocabulary = load_vocabulary(vocab_file)
-    if len(vocabulary) > config.model.vocab_size:
-        raise FinetuneError(f"{vocab_file} has {len(vocabulary)} tokens, more than the model's "
-                            f"vocab_size {config.model.vocab_size}: not the model's vocabulary")
-    return vocabulary
-
-
-def batched_inputs(features: dict, batch_size: int) -> tuple[tf.data.Dataset, int]:
-    """The int inputs of every row, padded to whole batches (static shapes); (dataset, rows)."""
-    n = len(features["input_ids"])
-    padded = -(-n // batch_size) * batch_size
-    inputs = {name: np.pad(features[name], [(0, padded - n), (0, 0)]) for name in INPUT_NAMES}
-    return tf.data.Dataset.from_tensor_slices(inputs).batch(batch_size, drop_remainder=True), n
-
-
-def shuffled_batches(dataset: tf.data.Dataset, buffer: int, batch_size: int, seed: int,
-                     skip_batches: int = 0) -> tf.data.Dataset:
-    """Shuffled anew each epoch (a pure function of the seed, so a resumed run skips exactly
-    what was consumed), repeated, static batches."""
-    return (dataset.shuffle(buffer, seed=seed, reshuffle_each_iteration=True).repeat()
-            .batch(batch_size, drop_remainder=True).skip(skip_batches)
-            .prefetch(tf.data.AUTOTUNE))
+from electra_tf.task_data import glue
+from electra_tf.task_data.classification_features import featurize, swap_pairs
+from electra_tf.text.tokenization import make_tokenizer, special_ids
 
 
 def train_dataset(features: dict, batch_size: int, seed: int, skip_batches: int = 0):
@@ -91,9 +65,7 @@ class ClassificationJob:
         self.metric_names = ("loss",) if regression else ("loss", "accuracy")
 
     def build_model(self):
-        run, space = self.config.finetune, self.task.label_space
-        return ElectraClassifier(self.config.model, space.num_labels, regression=space.regression,
-                                 dropout=run.head_dropout, loss_reduction=run.loss_reduction)
+        return KIND.build_model(self.card(), self.config)
 
     def train_dataset(self, batch_size: int, seed: int, skip_batches: int = 0):
         return train_dataset(self.train, batch_size, seed, skip_batches)
@@ -125,12 +97,8 @@ class ClassificationJob:
                 "label_range": list(space.label_range), "pair": self.is_pair()}
 
     def export(self, model, export_dir: str, with_tokenizer: bool) -> str:
-        space = self.task.label_space
-        return export_classifier(model, export_dir, task=self.name, label_names=space.labels,
-                                 label_range=space.label_range, with_tokenizer=with_tokenizer,
-                                 pair=self.is_pair(), vocab_file=self.vocab_file,
-                                 lower_case=self.config.finetune.lower_case,
-                                 max_seq_length=self.config.finetune.max_seq_length)
+        return KIND.export(model, export_dir, self.card(), self.config,
+                           ExportOptions(with_tokenizer=with_tokenizer, vocab_file=self.vocab_file))
 
     def write_predictions(self, model, output_dir: str, batch_size: int) -> dict[str, str]:
         """Test-set predictions: GLUE submission files for GLUE tasks, else test.tsv (id, label)."""
@@ -152,3 +120,44 @@ class ClassificationJob:
                                                     for e, label in zip(examples, labels)))
                 written[split] = path
         return written
+
+
+def _load(name: str, options: TaskOptions) -> tasks.TaskData:
+    if name == "csv":
+        return tasks.load_table_task(
+            data_dir=options.data_dir, train_file=options.train_file, dev_file=options.dev_file,
+            test_file=options.test_file, text_a_column=options.text_a_column,
+            text_b_column=options.text_b_column, label_column=options.label_column,
+            labels=options.labels, regression=options.regression,
+            label_range=options.label_range, with_test=options.with_test)
+    return tasks.load_glue_task(name, data_dir=options.data_dir, use_tfds=options.use_tfds,
+                                tfds_data_dir=options.tfds_data_dir, with_test=options.with_test)
+
+
+def _model_arguments(card: dict, config: FinetuneConfig) -> dict:
+    labels = card.get("labels")
+    return {"num_labels": len(labels) if labels else 1, "regression": labels is None,
+            "dropout": config.finetune.head_dropout,
+            "loss_reduction": config.finetune.loss_reduction}
+
+
+def _export(model, export_dir: str, card: dict, config: FinetuneConfig,
+            options: ExportOptions) -> str:
+    return export_classifier(
+        model, export_dir, task=card["task"], label_names=card["labels"],
+        label_range=tuple(card["label_range"]), with_examples=options.with_examples,
+        with_tokenizer=options.with_tokenizer, pair=card["pair"], vocab_file=options.vocab_file,
+        lower_case=config.finetune.lower_case,
+        max_seq_length=options.max_seq_length or config.finetune.max_seq_length)
+
+
+KIND = TaskKind(
+    name="classification",
+    task_names=(*(f"glue/{name}" for name in glue.GLUE_TASKS), "csv"),
+    name_prefixes=("glue/",),  # load_glue_task names the GLUE tasks for an unknown one
+    load=_load,
+    make_job=lambda task, config, vocab_file, work_dir: ClassificationJob(task, config, vocab_file),
+    model_class=ElectraClassifier,
+    model_arguments=_model_arguments,
+    export=_export,
+)

@@ -15,6 +15,7 @@ import dataclasses
 import hashlib
 import json
 import os
+from typing import ClassVar
 
 import numpy as np
 import tensorflow as tf
@@ -28,7 +29,8 @@ from electra_tf.evaluation import squad_metrics
 from electra_tf.evaluation.squad_decoding import (RawResult, apply_null_threshold, decode_example,
                                                   write_prediction_files)
 from electra_tf.export.question_answerer import export_question_answerer
-from electra_tf.finetuning.classification import batched_inputs, check_vocabulary
+from electra_tf.finetuning.common import (ExportOptions, TaskKind, TaskOptions, batched_inputs,
+                                          check_vocabulary)
 from electra_tf.models.question_answerer import BEAM_OUTPUTS, ElectraQuestionAnswerer
 from electra_tf.models.task_model import INPUT_NAMES
 
@@ -41,6 +43,7 @@ SHUFFLE_BUFFER = 10000
 class SquadTask:
     """A SQuAD task's examples: training, and the dev set with its official JSON (for scoring)."""
 
+    kind: ClassVar[str] = "qa"  # its entry in finetuning.kinds
     name: str  # "squad/v1.1", "squad/v2.0" or "mrqa"
     train: list
     dev: list
@@ -55,9 +58,6 @@ class SquadTask:
     @property
     def directory_name(self) -> str:
         return self.name.replace("/", "_").replace(".", "")
-
-    def make_job(self, config: FinetuneConfig, vocab_file: str, work_dir: str = "") -> "QAJob":
-        return QAJob(self, config, vocab_file, work_dir)
 
 
 def _find(data_dir: str, split: str, version: str) -> str:
@@ -181,10 +181,7 @@ class QAJob:
         return path, count
 
     def build_model(self):
-        qa, run = self.config.qa, self.config.finetune
-        return ElectraQuestionAnswerer(self.config.model, head=qa.head, beam_size=qa.beam_size,
-                                       answerable_weight=qa.answerable_weight,
-                                       loss_reduction=run.loss_reduction)
+        return KIND.build_model(self.card(), self.config)
 
     def train_dataset(self, batch_size: int, seed: int, skip_batches: int = 0):
         return training_dataset(self.train_path, self.config.finetune.max_seq_length, batch_size,
@@ -225,18 +222,50 @@ class QAJob:
                 "beam_size": qa.beam_size, "max_answer_length": qa.max_answer_length}
 
     def export(self, model, export_dir: str, with_tokenizer: bool) -> str:
-        return export_question_answerer(
-            model, export_dir, task=self.name, with_tokenizer=with_tokenizer,
-            vocab_file=self.vocab_file, lower_case=self.config.finetune.lower_case,
-            max_seq_length=self.config.finetune.max_seq_length,
-            max_query_length=self.config.qa.max_query_length,
-            max_answer_length=self.config.qa.max_answer_length)
+        return KIND.export(model, export_dir, self.card(), self.config,
+                           ExportOptions(with_tokenizer=with_tokenizer, vocab_file=self.vocab_file))
 
     def write_predictions(self, model, output_dir: str, batch_size: int) -> dict[str, str]:
         """SQuAD's test sets are hidden: the dev prediction files are the predictions."""
         self.evaluate(model, batch_size, os.path.join(output_dir, "dev"))
         return {"dev": os.path.join(output_dir, "dev")}
 
+
+
+def _load(name: str, options: TaskOptions) -> SquadTask:
+    return load_squad_task(name, train_file=options.train_file,
+                           predict_file=options.predict_file or options.dev_file,
+                           data_dir=options.data_dir, use_tfds=options.use_tfds,
+                           tfds_data_dir=options.tfds_data_dir)
+
+
+def _model_arguments(card: dict, config: FinetuneConfig) -> dict:
+    qa = config.qa
+    return {"head": qa.head, "beam_size": qa.beam_size, "answerable_weight": qa.answerable_weight,
+            "loss_reduction": config.finetune.loss_reduction}
+
+
+def _export(model, export_dir: str, card: dict, config: FinetuneConfig,
+            options: ExportOptions) -> str:
+    return export_question_answerer(
+        model, export_dir, task=card["task"], with_examples=options.with_examples,
+        with_tokenizer=options.with_tokenizer, vocab_file=options.vocab_file,
+        lower_case=config.finetune.lower_case,
+        max_seq_length=options.max_seq_length or config.finetune.max_seq_length,
+        max_query_length=config.qa.max_query_length,
+        max_answer_length=config.qa.max_answer_length)
+
+
+KIND = TaskKind(
+    name="qa",
+    task_names=QA_TASKS,
+    load=_load,
+    make_job=QAJob,
+    model_class=ElectraQuestionAnswerer,
+    model_arguments=_model_arguments,
+    export=_export,
+    default_max_seq_length=DEFAULT_MAX_SEQ_LENGTH,
+)
 
 def answer(model, vocab_file: str, questions, contexts, *, lower_case: bool = True,
            max_seq_length: int = 512, doc_stride: int = 128, max_query_length: int = 64,

@@ -16,44 +16,23 @@ import math
 import os
 import statistics
 import time
-from typing import Protocol
 
 import keras
 import tensorflow as tf
 from absl import logging
 
 from electra_tf.config import FinetuneConfig
-from electra_tf.finetuning.classification import FinetuneError
+from electra_tf.finetuning import kinds
+from electra_tf.finetuning.common import FinetuneError, TaskJob
 from electra_tf.finetuning.source import EncoderSource, restore_encoder
 from electra_tf.training import callbacks, checkpointing
 from electra_tf.training.optimizer import create_optimizer
 
 
-class TaskJob(Protocol):
-    """One task featurized for a run: what `run_trial` needs, whatever the task kind.
-
-    Implementations: `classification.ClassificationJob`, `question_answering.QAJob`, ...
-    """
-
-    name: str  # "glue/mnli", "squad/v2.0"
-    headline: str  # the dev metric that selects "best" and summarizes trials
-    metric_names: tuple  # training metrics on the progress lines
-    default_epochs: float
-    num_train: int  # training features (windows for SQuAD)
-
-    def build_model(self): ...
-    def train_dataset(self, batch_size: int, seed: int, skip_batches: int = 0): ...
-    def evaluate(self, model, batch_size: int, output_dir: str | None = None
-                 ) -> dict[str, dict[str, float]]: ...  # output_dir: prediction files, if any
-    def card(self) -> dict: ...
-    def export(self, model, export_dir: str, with_tokenizer: bool) -> str: ...
-    def write_predictions(self, model, output_dir: str, batch_size: int) -> dict[str, str]: ...
-
-
 def featurize_task(task, config: FinetuneConfig, vocab_file: str, work_dir: str = "") -> TaskJob:
-    """The task's job (`TaskData`, `SquadTask`, ...: every task type has `make_job`); SQuAD
-    writes its training windows under `work_dir`."""
-    return task.make_job(config, vocab_file, work_dir)
+    """The task's job, made by its kind (`kinds.py`); SQuAD writes its training windows under
+    `work_dir`."""
+    return kinds.kind_of(task).make_job(task, config, vocab_file, work_dir)
 
 
 def steps_for(job: TaskJob, config: FinetuneConfig) -> tuple[int, int, int]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import ClassVar
 
 import numpy as np
 import tensorflow as tf
@@ -28,8 +29,8 @@ from electra_tf.task_data.tagging import (TaggedSentence, TagSpace, featurize_ta
 from electra_tf.text.tokenization import make_tokenizer, special_ids
 from electra_tf.evaluation.tagging_metrics import tagging_scores
 from electra_tf.export.tagger import export_tagger
-from electra_tf.finetuning.classification import (batched_inputs, check_vocabulary,
-                                                  shuffled_batches)
+from electra_tf.finetuning.common import (ExportOptions, TaskKind, TaskOptions, batched_inputs,
+                                          check_vocabulary, shuffled_batches)
 from electra_tf.models.tagger import ElectraTagger
 from electra_tf.models.task_model import INPUT_NAMES
 
@@ -45,6 +46,7 @@ TFDS_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
 class TaggingTask:
     """A tagging task's sentences per split and its BIOES tag set."""
 
+    kind: ClassVar[str] = "tagging"  # its entry in finetuning.kinds
     name: str  # "chunk" or "ner"
     train: list[TaggedSentence]
     eval_splits: dict[str, list[TaggedSentence]]
@@ -55,10 +57,6 @@ class TaggingTask:
     @property
     def directory_name(self) -> str:
         return self.name
-
-    def make_job(self, config: FinetuneConfig, vocab_file: str, work_dir: str = "") -> "TaggingJob":
-        """The sentences featurized in memory for a run (`work_dir` unused)."""
-        return TaggingJob(self, config, vocab_file)
 
 
 def _split_file(data_dir: str, split: str) -> str | None:
@@ -171,8 +169,7 @@ class TaggingJob:
         self.num_train = len(task.train)
 
     def build_model(self):
-        return ElectraTagger(self.config.model, self.task.tag_space.num_tags,
-                             loss_reduction=self.config.finetune.loss_reduction)
+        return KIND.build_model(self.card(), self.config)
 
     def train_dataset(self, batch_size: int, seed: int, skip_batches: int = 0):
         inputs = {name: self.train[name] for name in INPUT_NAMES}
@@ -205,11 +202,8 @@ class TaggingJob:
         return {"task": self.name, "kind": "tagging", "tags": list(self.task.tag_space.labels)}
 
     def export(self, model, export_dir: str, with_tokenizer: bool) -> str:
-        return export_tagger(model, export_dir, task=self.name,
-                             tag_names=self.task.tag_space.labels, with_tokenizer=with_tokenizer,
-                             vocab_file=self.vocab_file,
-                             lower_case=self.config.finetune.lower_case,
-                             max_seq_length=self.config.finetune.max_seq_length)
+        return KIND.export(model, export_dir, self.card(), self.config,
+                           ExportOptions(with_tokenizer=with_tokenizer, vocab_file=self.vocab_file))
 
     def write_predictions(self, model, output_dir: str, batch_size: int) -> dict[str, str]:
         """`word predicted` files (BIOES) for the test splits."""
@@ -219,3 +213,35 @@ class TaggingJob:
             written[split] = os.path.join(output_dir, f"{split}.txt")
             _write_conll(written[split], sentences, _whole_sentences(predicted, sentences))
         return written
+
+
+def _load(name: str, options: TaskOptions) -> TaggingTask:
+    return load_tagging_task(name, data_dir=options.data_dir, train_file=options.train_file,
+                             dev_file=options.dev_file, test_file=options.test_file,
+                             tag_column=options.tag_column, use_tfds=options.use_tfds,
+                             tfds_data_dir=options.tfds_data_dir, with_test=options.with_test)
+
+
+def _model_arguments(card: dict, config: FinetuneConfig) -> dict:
+    return {"num_tags": len(card["tags"]), "loss_reduction": config.finetune.loss_reduction}
+
+
+def _export(model, export_dir: str, card: dict, config: FinetuneConfig,
+            options: ExportOptions) -> str:
+    return export_tagger(model, export_dir, task=card["task"], tag_names=card["tags"],
+                         with_examples=options.with_examples,
+                         with_tokenizer=options.with_tokenizer, vocab_file=options.vocab_file,
+                         lower_case=config.finetune.lower_case,
+                         max_seq_length=options.max_seq_length or config.finetune.max_seq_length)
+
+
+KIND = TaskKind(
+    name="tagging",
+    task_names=tuple(TAGGING_TASKS),
+    load=_load,
+    make_job=lambda task, config, vocab_file, work_dir: TaggingJob(task, config, vocab_file),
+    model_class=ElectraTagger,
+    model_arguments=_model_arguments,
+    export=_export,
+    default_max_seq_length=DEFAULT_MAX_SEQ_LENGTH,
+)

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import ClassVar
 
 from electra_tf.task_data import glue
 from electra_tf.task_data.classification_data import Example, TaskDataError, read_table
 from electra_tf.task_data.classification_features import LabelSpace
-from electra_tf.finetuning import question_answering, tagging
-from electra_tf.finetuning.classification import ClassificationJob
 
 TABLE_EXTENSIONS = (".tsv", ".csv", ".jsonl", ".json")
 
 
 @dataclasses.dataclass
 class TaskData:
+    kind: ClassVar[str] = "classification"  # its entry in finetuning.kinds
     name: str  # "glue/mnli", "csv"
     label_space: LabelSpace
     metric: str  # a kind of electra_tf.evaluation.metrics.score
@@ -33,25 +33,6 @@ class TaskData:
     @property
     def directory_name(self) -> str:
         return self.name.replace("/", "_")
-
-    def make_job(self, config, vocab_file: str, work_dir: str = ""):
-        """The examples featurized in memory for a run (`work_dir` unused)."""
-        return ClassificationJob(self, config, vocab_file)
-
-
-def task_names() -> list[str]:
-    return ([f"glue/{name}" for name in glue.GLUE_TASKS] + ["csv", *question_answering.QA_TASKS,
-                                                           *tagging.TAGGING_TASKS])
-
-
-def task_overrides(name: str | None) -> list[str]:
-    """Config values a task changes from the recipe's, before the user's overrides (the
-    original's per-task settings: SQuAD reads windows of 512 tokens, chunking 256)."""
-    for module, names in ((question_answering, question_answering.QA_TASKS),
-                          (tagging, tagging.TAGGING_TASKS)):
-        if name in names:
-            return [f"finetune.max_seq_length={module.DEFAULT_MAX_SEQ_LENGTH}"]
-    return []
 
 
 def load_glue_task(name: str, *, data_dir: str | None = None, use_tfds: bool = False,

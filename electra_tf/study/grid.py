@@ -25,7 +25,7 @@ from absl import logging
 from electra_tf.task_data.classification_data import read_table
 from electra_tf.finetuning import runner
 from electra_tf.finetuning.api import load_task as load_named_task, resolve_config
-from electra_tf.finetuning.classification import FinetuneError
+from electra_tf.finetuning.common import FinetuneError
 from electra_tf.finetuning.source import resolve_source
 from electra_tf.study import plan, results as results_lib
 from electra_tf.study.data import LABEL_COLUMN, TEXT_COLUMN, StudyData

@@ -168,17 +168,17 @@ def test_training_windows_are_reused_only_for_the_same_data_and_settings(tmp_pat
     data = write_squad(tmp_path / "data", 40, 10, "1.1")
     task = load_squad_task("squad/v1.1", data_dir=data)
     config = qa_config(vocab)
-    first = task.make_job(config, vocab, str(tmp_path / "run"))
+    first = runner.featurize_task(task, config, vocab, str(tmp_path / "run"))
     record = tmp_path / "run" / "features" / "train.tfrecord"  # rewritten = a new inode (rename)
     written = record.stat().st_ino
-    assert task.make_job(config, vocab, str(tmp_path / "run")).num_train == first.num_train
+    assert runner.featurize_task(task, config, vocab, str(tmp_path / "run")).num_train == first.num_train
     assert record.stat().st_ino == written  # reused
     changed = dataclasses.replace(task, train=task.train[:-1] + [
         dataclasses.replace(task.train[-1], question_text="alpha2 alpha1")])
-    changed.make_job(config, vocab, str(tmp_path / "run"))
+    runner.featurize_task(changed, config, vocab, str(tmp_path / "run"))
     assert record.stat().st_ino != written  # same count, different data: rewritten
     written = record.stat().st_ino
-    task.make_job(qa_config(vocab, "qa.doc_stride=8"), vocab, str(tmp_path / "run"))
+    runner.featurize_task(task, qa_config(vocab, "qa.doc_stride=8"), vocab, str(tmp_path / "run"))
     assert record.stat().st_ino != written  # other settings: rewritten
 
 
