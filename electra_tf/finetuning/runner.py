@@ -25,7 +25,7 @@ from electra_tf.config import FinetuneConfig
 from electra_tf.finetuning import kinds
 from electra_tf.finetuning.common import FinetuneError, TaskJob
 from electra_tf.finetuning.source import EncoderSource, restore_encoder
-from electra_tf.training import callbacks, checkpointing
+from electra_tf.training import callbacks, loop
 from electra_tf.training.optimizer import create_optimizer
 
 
@@ -138,56 +138,54 @@ def run_trial(job: TaskJob, config: FinetuneConfig, trial_dir: str, seed: int, *
     optimizer_config = dataclasses.replace(config.optimizer, train_steps=total, warmup_steps=warmup)
     tf.io.gfile.makedirs(trial_dir)
     write_task_card(trial_dir, job, config)
-    keras.utils.set_random_seed(seed)
-    with strategy.scope():
-        model = job.build_model()
-        model.compile(optimizer=create_optimizer(optimizer_config, config.model.num_layers),
-                      jit_compile=jit_compile)
-        run_checkpoint = checkpointing.RunCheckpoint(
-            model, os.path.join(trial_dir, "checkpoints"), run.keep_checkpoint_max)
-        start = run_checkpoint.restore_latest()
-    if start:
-        logging.info("resuming %s at step %d", trial_dir, start)
-    elif source is not None:
-        restore_encoder(model, source)
-        logging.info("encoder initialised from %s", source.checkpoint)
-    history = list(previous.get("history", [])) if start else []
+    history = list(previous.get("history", []))
     headline = job.headline
     results = {"task": job.name, "seed": seed, "steps": total, "steps_per_epoch": per_epoch,
                "warmup_steps": warmup, "train_examples": job.num_train,
                "init_checkpoint": source.checkpoint if source else None, "headline": headline,
                "history": history, "status": "running"}
 
-    def evaluate_all():
+    def evaluate_all(model):
         return job.evaluate(model, run.eval_batch_size, os.path.join(trial_dir, "predictions", "dev"))
 
     def save_results():
         _write_json(results_path, results)
 
-    guard = callbacks.CheckpointAndGuard(run_checkpoint, run.save_checkpoints_steps, start, preemption)
-    progress = callbacks.ProgressLogger(total, start, run.log_every_steps, run.train_batch_size,
-                                        os.path.join(trial_dir, "tensorboard", "train"),
-                                        metric_names=job.metric_names)
-    dev = DevEvaluation(evaluate_all, total, start, run.eval_every_steps or per_epoch,
-                        os.path.join(trial_dir, "tensorboard"), history, save_results)
-    if start < total:
-        logging.info("fine-tuning %s (%s), seed %d: %d steps (%d per epoch, warmup %d), batch %d",
-                     job.name, trial_dir, seed, total, per_epoch, warmup, run.train_batch_size)
-        dataset = job.train_dataset(run.train_batch_size, seed, start)
-        model.fit(dataset, steps_per_epoch=total - start, epochs=1, verbose=0, shuffle=False,
-                  callbacks=[guard, progress, dev])
-    else:
-        guard.status = "finished"
-    if guard.status == "non_finite":
-        raise FinetuneError(f"the loss became non-finite at step {guard.batches} of {trial_dir}; "
+    def initialize(model):
+        history.clear()  # a fresh start: the previous call's evaluations are not this run's
+        if source is not None:
+            restore_encoder(model, source)
+            logging.info("encoder initialised from %s", source.checkpoint)
+
+    def dev_evaluation(model, start):
+        return [DevEvaluation(lambda: evaluate_all(model), total, start,
+                              run.eval_every_steps or per_epoch,
+                              os.path.join(trial_dir, "tensorboard"), history, save_results)]
+
+    result = loop.run_training(
+        strategy=strategy, seed=seed, build_model=job.build_model,
+        make_optimizer=lambda: create_optimizer(optimizer_config, config.model.num_layers),
+        jit_compile=jit_compile, checkpoint_dir=os.path.join(trial_dir, "checkpoints"),
+        keep_checkpoint_max=run.keep_checkpoint_max, total_steps=total,
+        save_checkpoints_steps=run.save_checkpoints_steps, log_every_steps=run.log_every_steps,
+        global_batch_size=run.train_batch_size,
+        tensorboard_dir=os.path.join(trial_dir, "tensorboard", "train"), preemption=preemption,
+        make_dataset=lambda start: job.train_dataset(run.train_batch_size, seed, start),
+        describe=lambda start: (f"fine-tuning {job.name} ({trial_dir}), seed {seed}: {total} "
+                                f"steps ({per_epoch} per epoch, warmup {warmup}), batch "
+                                f"{run.train_batch_size}"),
+        initialize=initialize, make_callbacks=dev_evaluation, metric_names=job.metric_names)
+    model, run_checkpoint = result.model, result.checkpoint
+    if result.status == "non_finite":
+        raise FinetuneError(f"the loss became non-finite at step {result.step} of {trial_dir}; "
                             f"stopped without saving (last good checkpoint: "
                             f"{run_checkpoint.latest or 'none'})")
-    if guard.status == "preempted":
+    if result.status == "preempted":
         results["status"] = "preempted"
         save_results()
         return results
     if not history or history[-1]["step"] != total:  # resumed at the end: evaluate once more
-        history.append({"step": total, **evaluate_all()})
+        history.append({"step": total, **evaluate_all(model)})
     results["dev"] = {split: _best_and_last(history, split, headline) for split in history[-1]
                       if split != "step"}
     if export:

@@ -31,7 +31,7 @@ from electra_tf.text import vocab_learning
 from electra_tf.errors import UserError
 from electra_tf.export import export_discriminator
 from electra_tf.models import build_pretrainer
-from electra_tf.training import callbacks, checkpointing, distribution
+from electra_tf.training import callbacks, checkpointing, distribution, loop
 from electra_tf.training.curves import plot_pretraining_curves
 from electra_tf.training.optimizer import create_optimizer
 
@@ -249,74 +249,79 @@ def _train(config, config_name, strategy, model_dir, files, eval_files, init_che
             f.write(config.to_yaml())
 
     jit_compile = distribution.use_xla(strategy, jit_compile)
-    keras.utils.set_random_seed(config.objective.seed)  # initial weights and dropout
-    with strategy.scope():
-        model = build_pretrainer(config.model, config.objective)
-        model.compile(optimizer=create_optimizer(config.optimizer), jit_compile=jit_compile,
-                      steps_per_execution=config.run.steps_per_execution)
-        run_checkpoint = checkpointing.RunCheckpoint(
-            model, os.path.join(write_dir, "checkpoints"), config.run.keep_checkpoint_max)
-        start = run_checkpoint.restore_latest()
-    if start:
-        logging.info("resuming from %s at step %d", run_checkpoint.latest, start)
-    elif init_checkpoint:
-        checkpointing.restore_weights(model, init_checkpoint)
-        logging.info("initialised weights from %s", init_checkpoint)
-
     schedule_steps = config.optimizer.train_steps
     total = min(schedule_steps, stop_at_step or schedule_steps)  # where this call stops
-    guard = callbacks.CheckpointAndGuard(run_checkpoint, config.run.save_checkpoints_steps, start,
-                                         preemption)
-    progress = callbacks.ProgressLogger(total, start, config.run.log_every_steps,
-                                        config.run.train_batch_size,
-                                        os.path.join(write_dir, "tensorboard"))
-    run_callbacks, evaluation = [guard, progress], None
-    if eval_files:
+    evaluation = None
+
+    def initialize(model):
+        if init_checkpoint:
+            checkpointing.restore_weights(model, init_checkpoint)
+            logging.info("initialised weights from %s", init_checkpoint)
+
+    def held_out_evaluation(model, start):
+        nonlocal evaluation
+        if not eval_files:
+            return []
         held_out = pipeline.make_held_out_dataset(
             eval_files, config.run.train_batch_size, config.run.max_seq_length, config.objective,
             config.run.eval_batches)
         evaluation = callbacks.HeldOutEvaluation(
             held_out, total, start, config.run.eval_every_steps,
             os.path.join(write_dir, "tensorboard", "heldout"))
-        run_callbacks.append(evaluation)
-    if start < total:
-        dataset = pipeline.make_distributed_dataset(
+        return [evaluation]
+
+    def training_data(start):
+        return pipeline.make_distributed_dataset(
             strategy, files, config.run.train_batch_size, config.run.max_seq_length,
             config.objective, seed=config.objective.seed, skip_global_batches=start,
             shuffle_buffer=config.run.shuffle_buffer)
-        logging.info("training %s (%s, %s) from step %d to %d%s on %d replica(s), global "
-                     "batch %d", config_name, type(strategy).__name__,
-                     "XLA" if jit_compile else "no XLA", start, total,
-                     f" of {schedule_steps}" if total < schedule_steps else "",
-                     strategy.num_replicas_in_sync, config.run.train_batch_size)
-        try:
-            model.fit(dataset, steps_per_epoch=total - start, epochs=1, verbose=0,
-                      callbacks=run_callbacks)
-        except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
-            logging.info("reading the data failed; looking for the shard that fails")
-            culprit = pipeline.find_unreadable_shard(files + eval_files, config.run.max_seq_length)
-            if culprit is None:
-                raise
-            raise RunError(f"cannot read the TFRecord data: {culprit}") from e
-    else:
-        guard.status = "finished"
-        logging.info("%s is already at step %d of %d", run_checkpoint.latest, start, total)
 
-    if guard.status == "non_finite":
-        raise RunError(f"the loss became non-finite at step {guard.batches}; stopped without "
+    def describe(start):
+        return (f"training {config_name} ({type(strategy).__name__}, "
+                f"{'XLA' if jit_compile else 'no XLA'}) from step {start} to {total}"
+                f"{f' of {schedule_steps}' if total < schedule_steps else ''} on "
+                f"{strategy.num_replicas_in_sync} replica(s), global batch "
+                f"{config.run.train_batch_size}")
+
+    try:
+        result = loop.run_training(
+            strategy=strategy, seed=config.objective.seed,
+            build_model=lambda: build_pretrainer(config.model, config.objective),
+            make_optimizer=lambda: create_optimizer(config.optimizer), jit_compile=jit_compile,
+            steps_per_execution=config.run.steps_per_execution,
+            checkpoint_dir=os.path.join(write_dir, "checkpoints"),
+            keep_checkpoint_max=config.run.keep_checkpoint_max, total_steps=total,
+            save_checkpoints_steps=config.run.save_checkpoints_steps,
+            log_every_steps=config.run.log_every_steps,
+            global_batch_size=config.run.train_batch_size,
+            tensorboard_dir=os.path.join(write_dir, "tensorboard"), preemption=preemption,
+            make_dataset=training_data, describe=describe, initialize=initialize,
+            make_callbacks=held_out_evaluation)
+    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
+        logging.info("reading the data failed; looking for the shard that fails")
+        culprit = pipeline.find_unreadable_shard(files + eval_files, config.run.max_seq_length)
+        if culprit is None:
+            raise
+        raise RunError(f"cannot read the TFRecord data: {culprit}") from e
+    model, run_checkpoint = result.model, result.checkpoint
+    if result.start >= total:
+        logging.info("%s is already at step %d of %d", run_checkpoint.latest, result.start, total)
+
+    if result.status == "non_finite":
+        raise RunError(f"the loss became non-finite at step {result.step}; stopped without "
                        "saving. Last good checkpoint: "
                        f"{run_checkpoint.latest or 'none was saved yet'}")
     export_dir = curves = None
-    if guard.status == "preempted":
+    if result.status == "preempted":
         logging.info("preempted: saved %s; rerun the same command to continue", run_checkpoint.latest)
     elif is_chief:
         if export:
             export_dir = export_discriminator(
-                model, os.path.join(model_dir, "export", str(guard.batches)))
+                model, os.path.join(model_dir, "export", str(result.step)))
         curves = plot_pretraining_curves(model_dir)
     return PretrainResult(
-        model_dir=model_dir, status=guard.status, step=guard.batches,
+        model_dir=model_dir, status=result.status, step=result.step,
         checkpoint=run_checkpoint.latest, export_dir=export_dir, config=config,
-        last_metrics=progress.last_values,
+        last_metrics=result.progress.last_values,
         held_out=evaluation.history if evaluation else [], seconds=time.time() - started,
         curves=curves, model=model)
