@@ -237,10 +237,10 @@ def run() -> int:
         raise ExportCommandError(f"{target} already exists; choose another --version or pass "
                                  "--overwrite")
 
-    from electra_tf.finetuning.runner import read_task_card
+    from electra_tf import run_directory
     from electra_tf.training.checkpointing import restore_weights
 
-    card = read_task_card(FLAGS.model_dir) if FLAGS.model_dir else None
+    card = run_directory.read_task_card(FLAGS.model_dir) if FLAGS.model_dir else None
     model, write = (_classifier(card, config_path) if card is not None
                     else _discriminator(config_path))
     _check_fits(tf, model, checkpoint, config_path)
