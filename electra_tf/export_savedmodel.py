@@ -75,19 +75,22 @@ class ExportCommandError(UserError):
 
 def _checkpoint_and_config(tf):
     """(checkpoint prefix, config file) from the flags, checked to exist."""
+    from electra_tf import run_directory
+
     checkpoint, config = FLAGS.checkpoint, FLAGS.config
     if FLAGS.model_dir is not None:
         if not tf.io.gfile.isdir(FLAGS.model_dir):
             raise ExportCommandError(f"--model_dir {FLAGS.model_dir} is not a directory")
         if config is None:
-            config = os.path.join(FLAGS.model_dir, "config.yaml")
+            config = run_directory.config_file(FLAGS.model_dir)
             if not tf.io.gfile.exists(config):
-                raise ExportCommandError(f"{FLAGS.model_dir} has no config.yaml (not a run "
-                                         "directory of run_pretraining?); give --config")
+                raise ExportCommandError(f"{FLAGS.model_dir} has no {run_directory.CONFIG} (not "
+                                         "a run directory of run_pretraining?); give --config")
         if checkpoint is None:
-            checkpoint = os.path.join(FLAGS.model_dir, "checkpoints")
+            checkpoint = run_directory.checkpoints_dir(FLAGS.model_dir)
             if not tf.io.gfile.isdir(checkpoint):
-                raise ExportCommandError(f"{FLAGS.model_dir} has no checkpoints/ directory")
+                raise ExportCommandError(f"{FLAGS.model_dir} has no {run_directory.CHECKPOINTS}/ "
+                                         "directory")
     if checkpoint is None or config is None:
         raise ExportCommandError("give --model_dir, or --checkpoint and --config")
     if tf.io.gfile.isdir(checkpoint):
@@ -226,10 +229,12 @@ def _tagger(card, config, vocab_file):
 def run() -> int:
     import tensorflow as tf
 
+    from electra_tf import run_directory
+
     checkpoint, config_path = _checkpoint_and_config(tf)
     version = _version(checkpoint)
     output_dir = FLAGS.output_dir or (
-        os.path.join(FLAGS.model_dir, "export") if FLAGS.model_dir is not None else None)
+        run_directory.export_dir(FLAGS.model_dir) if FLAGS.model_dir is not None else None)
     if output_dir is None:
         raise ExportCommandError("--output_dir is required without --model_dir")
     target = os.path.join(output_dir, str(version))
@@ -237,7 +242,6 @@ def run() -> int:
         raise ExportCommandError(f"{target} already exists; choose another --version or pass "
                                  "--overwrite")
 
-    from electra_tf import run_directory
     from electra_tf.training.checkpointing import restore_weights
 
     card = run_directory.read_task_card(FLAGS.model_dir) if FLAGS.model_dir else None
