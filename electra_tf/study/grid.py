@@ -222,6 +222,7 @@ def _runner_lines_quiet():
 def run_trial(task, config, encoder: plan.Encoder, n, lr: float, seed: int, epochs: int, source,
               trial_dir: str, preemption, keep_checkpoints: bool) -> dict | None:
     """One fine-tuning trial; its results.jsonl record, or None when preempted."""
+    from electra_tf import run_directory
     from electra_tf.finetuning import runner
     from electra_tf.finetuning.classification import FinetuneError
 
@@ -249,7 +250,7 @@ def run_trial(task, config, encoder: plan.Encoder, n, lr: float, seed: int, epoc
         dev = result["dev"]["dev"]["last"][headline]
         test = result["dev"]["test"]["last"][headline]
     if not keep_checkpoints:  # results.json marks the trial finished; its weights are not needed
-        shutil.rmtree(os.path.join(trial_dir, "checkpoints"), ignore_errors=True)
+        shutil.rmtree(run_directory.checkpoints_dir(trial_dir), ignore_errors=True)
     train_labels = [e.label for e in subset]
     return {
         "encoder": encoder.name, "objective": encoder.objective,

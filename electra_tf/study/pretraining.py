@@ -70,7 +70,9 @@ def plan_runs(config_name: str, user_overrides, data: StudyData, checkpoints: tu
 
 
 def checkpoint_path(run_dir: str, step: int) -> str:
-    return os.path.join(run_dir, "checkpoints", f"ckpt-{step}")
+    from electra_tf import run_directory
+
+    return run_directory.step_checkpoint(run_dir, step)
 
 
 def _finished(run_dir: str, run: plan.PretrainingPlan) -> bool:

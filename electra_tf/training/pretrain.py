@@ -21,9 +21,9 @@ from typing import Any, Sequence
 
 import keras
 import tensorflow as tf
-import yaml
 from absl import logging
 
+from electra_tf import run_directory
 from electra_tf.config import ElectraConfig, ObjectiveConfig, load_config
 from electra_tf.data import pipeline, run_vocabulary
 from electra_tf.errors import UserError
@@ -70,8 +70,8 @@ def prepare_demo_data(run_dir: str) -> tuple[str, str, str]:
     10th document held out for evaluation. Returns (train glob, held-out glob, vocab.txt)."""
     from electra_tf.data import corpus, pretraining_data, vocab_learning
 
-    data_dir = os.path.join(run_dir, "data")
-    vocab_file = os.path.join(data_dir, "vocab.txt")
+    data_dir = run_directory.demo_data_dir(run_dir)
+    vocab_file = os.path.join(data_dir, run_directory.VOCAB)
     records_dir = os.path.join(data_dir, "tfrecords")
     held_out_dir = os.path.join(data_dir, "heldout_tfrecords")
     if not all(os.path.exists(os.path.join(d, "metadata.json")) for d in (records_dir, held_out_dir)):
@@ -129,11 +129,9 @@ def resolve_config(config: str, overrides: Sequence[str], metadata_by_directory:
 
 def check_model_dir(model_dir: str, config: ElectraConfig) -> None:
     """Refuses a model_dir whose checkpoints came from another model or objective."""
-    path = os.path.join(model_dir, "config.yaml")
-    if not tf.io.gfile.exists(path):
+    if not tf.io.gfile.exists(run_directory.config_file(model_dir)):
         return
-    with tf.io.gfile.GFile(path) as f:
-        previous = yaml.safe_load(f) or {}
+    previous = run_directory.read_config(model_dir)
     current = config.to_dict()
     for section in ("model", "objective"):
         old, new = previous.get(section, {}), current[section]
@@ -245,8 +243,7 @@ def _train(config, config_name, strategy, model_dir, files, eval_files, init_che
         write_dir = os.path.join(model_dir, "workers", f"{resolver.task_type}_{resolver.task_id}")
     tf.io.gfile.makedirs(write_dir)
     if is_chief:
-        with tf.io.gfile.GFile(os.path.join(model_dir, "config.yaml"), "w") as f:
-            f.write(config.to_yaml())
+        run_directory.write_config(model_dir, config)
 
     jit_compile = distribution.use_xla(strategy, jit_compile)
     keras.utils.set_random_seed(config.objective.seed)  # initial weights and dropout
@@ -255,7 +252,7 @@ def _train(config, config_name, strategy, model_dir, files, eval_files, init_che
         model.compile(optimizer=create_optimizer(config.optimizer), jit_compile=jit_compile,
                       steps_per_execution=config.run.steps_per_execution)
         run_checkpoint = checkpointing.RunCheckpoint(
-            model, os.path.join(write_dir, "checkpoints"), config.run.keep_checkpoint_max)
+            model, run_directory.checkpoints_dir(write_dir), config.run.keep_checkpoint_max)
         start = run_checkpoint.restore_latest()
     if start:
         logging.info("resuming from %s at step %d", run_checkpoint.latest, start)
@@ -269,7 +266,7 @@ def _train(config, config_name, strategy, model_dir, files, eval_files, init_che
                                          preemption)
     progress = callbacks.ProgressLogger(total, start, config.run.log_every_steps,
                                         config.run.train_batch_size,
-                                        os.path.join(write_dir, "tensorboard"))
+                                        run_directory.tensorboard_dir(write_dir))
     run_callbacks, evaluation = [guard, progress], None
     if eval_files:
         held_out = pipeline.make_held_out_dataset(
@@ -277,7 +274,7 @@ def _train(config, config_name, strategy, model_dir, files, eval_files, init_che
             config.run.eval_batches)
         evaluation = callbacks.HeldOutEvaluation(
             held_out, total, start, config.run.eval_every_steps,
-            os.path.join(write_dir, "tensorboard", "heldout"))
+            os.path.join(run_directory.tensorboard_dir(write_dir), "heldout"))
         run_callbacks.append(evaluation)
     if start < total:
         dataset = pipeline.make_distributed_dataset(
@@ -312,7 +309,7 @@ def _train(config, config_name, strategy, model_dir, files, eval_files, init_che
     elif is_chief:
         if export:
             export_dir = export_discriminator(
-                model, os.path.join(model_dir, "export", str(guard.batches)))
+                model, os.path.join(run_directory.export_dir(model_dir), str(guard.batches)))
         curves = plot_pretraining_curves(model_dir)
     return PretrainResult(
         model_dir=model_dir, status=guard.status, step=guard.batches,
