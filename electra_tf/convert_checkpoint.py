@@ -82,25 +82,11 @@ def _load(source: str, path: str):
 
 def _input_vocab_file(source: str, path: str) -> str | None:
     """The vocabulary that came with the input, if any (the order --vocab_file's help gives)."""
-    candidates = [os.path.join(path, "vocab.txt")]
-    if source == "electra_tf":  # files in the run directory first: run.vocab_file may be relative
-        candidates += [os.path.join(path, "data", "vocab.txt"), _configured_vocab_file(path)]
-    elif source == "keras_hub":
-        candidates.append(os.path.join(path, "assets", "tokenizer", "vocabulary.txt"))
-    return next((c for c in candidates if c and os.path.isfile(c)), None)
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
+    from electra_tf import run_directory
 
-
-def _configured_vocab_file(run_dir: str) -> str:
-    """run.vocab_file of run_dir/config.yaml; "" when unset or unreadable (loading the run then
-    reports what is wrong with the config)."""
-    import yaml
-
-    try:
-        with open(os.path.join(run_dir, "config.yaml")) as f:
-            run = (yaml.safe_load(f) or {}).get("run") or {}
-        return str(run.get("vocab_file") or "")
-    except (OSError, yaml.YAMLError, AttributeError):
-        return ""
+    kind = {"electra_tf": run_directory.PRETRAINING, "keras_hub": run_directory.KERAS_HUB}
+    return run_directory.vocab_file(path, kind.get(source))
 
 
 def _tokenizer_line(tokenizer, vocab_file: str | None) -> str:
@@ -115,18 +101,21 @@ def _tokenizer_line(tokenizer, vocab_file: str | None) -> str:
 def load_electra_tf(path: str):
     """A pretrainer from a run directory or a converted output (config.yaml + checkpoints/)."""
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
+    from electra_tf import run_directory
     from electra_tf.models.pretrainer_factory import build_pretrainer
     from electra_tf.training.checkpointing import restore_weights
 
-    config = load_config(os.path.join(path, "config.yaml"))
+    config = load_config(run_directory.config_file(path))
     pretrainer = build_pretrainer(config.model, config.objective)
-    restore_weights(pretrainer, os.path.join(path, "checkpoints"))
+    restore_weights(pretrainer, run_directory.checkpoints_dir(path))
     return pretrainer
 
 
 def write_electra_tf(pretrainer, output_dir: str, vocab_file: str | None) -> str:
-    """checkpoints/ckpt-0 (weights by Keras path), config.yaml and vocab.txt under output_dir."""
+    """checkpoints/ckpt-0 (weights by Keras path) and config.yaml under output_dir, the config
+    naming output_dir/vocab.txt when there is a vocabulary (main copies it there)."""
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
+    from electra_tf import run_directory
     from electra_tf.text.tokenization import load_vocabulary, special_ids
     from electra_tf.training.checkpointing import save_weights
 
@@ -137,11 +126,10 @@ def write_electra_tf(pretrainer, output_dir: str, vocab_file: str | None) -> str
         ids = special_ids(load_vocabulary(vocab_file), source=vocab_file)
         objective = dataclasses.replace(objective, pad_token_id=ids.pad, cls_token_id=ids.cls,
                                         sep_token_id=ids.sep, mask_token_id=ids.mask)
-        run = dataclasses.replace(run, vocab_file=os.path.join(output_dir, "vocab.txt"))
+        run = dataclasses.replace(run, vocab_file=os.path.join(output_dir, run_directory.VOCAB))
     config = ElectraConfig(model=pretrainer.model_config, objective=objective, run=run)
-    path = save_weights(pretrainer, os.path.join(output_dir, "checkpoints"))
-    with open(os.path.join(output_dir, "config.yaml"), "w") as f:
-        f.write(config.to_yaml())
+    path = save_weights(pretrainer, run_directory.checkpoints_dir(output_dir))
+    run_directory.write_config(output_dir, config)
     return path
 
 
@@ -149,6 +137,7 @@ def main(argv):
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments {argv[1:]}; see --help")
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
+    from electra_tf import run_directory
     from electra_tf.convert import ConversionError, hf
 
     source, output_dir = getattr(FLAGS, "from"), FLAGS.output_dir
@@ -167,16 +156,16 @@ def main(argv):
                                               FLAGS.lower_case)
             written = output_dir
         elif FLAGS.to == "hf":
-            hf.save_hf(pretrainer, os.path.join(output_dir, "discriminator"),
-                       os.path.join(output_dir, "generator") if has_generator else None)
+            discriminator_dir, generator_dir = run_directory.hf_output_dirs(output_dir)
+            hf.save_hf(pretrainer, discriminator_dir, generator_dir if has_generator else None)
             written = output_dir
         else:
             written = write_electra_tf(pretrainer, output_dir, vocab_file)
         if vocab_file:
             for directory in ([output_dir] if FLAGS.to != "hf" else
-                              [os.path.join(output_dir, d) for d in ("discriminator", "generator")
-                               if os.path.isdir(os.path.join(output_dir, d))]):
-                shutil.copyfile(vocab_file, os.path.join(directory, "vocab.txt"))
+                              [d for d in run_directory.hf_output_dirs(output_dir)
+                               if os.path.isdir(d)]):
+                shutil.copyfile(vocab_file, os.path.join(directory, run_directory.VOCAB))
     except (UserError, OSError) as e:
         sys.exit(f"error: {e}")
     config = pretrainer.model_config

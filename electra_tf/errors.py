@@ -16,6 +16,12 @@ class UserError(ValueError):
     """An input that cannot work as given; the message says what to change."""
 
 
+class CheckpointError(UserError):
+    """A checkpoint that does not fit the model being trained, or a path that holds no model
+    (defined here, below `electra_tf.run_directory` and `electra_tf.training.checkpointing`,
+    which both raise it; import it from either)."""
+
+
 def exit_on_user_error(run: Callable[[], int]) -> int:
     """Returns `run()`; a `UserError` ends the process with `error: <message>` instead."""
     try:

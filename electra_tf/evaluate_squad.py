@@ -38,6 +38,8 @@ flags.DEFINE_string("output_file", None, "Also write the JSON object here.")
 
 class EvaluationError(UserError):
     """Inputs that cannot be scored."""
+
+
 def _read_json(path: str, what: str):
     try:
         with open(path, encoding="utf-8") as f:

@@ -72,21 +72,27 @@ flags.DEFINE_integer("max_seq_length", None, "serve_text: longest [CLS] tokens [
 
 class ExportCommandError(UserError):
     """An export that cannot run as asked."""
+
+
 def _checkpoint_and_config(tf):
     """(checkpoint prefix, config file) from the flags, checked to exist."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
+    from electra_tf import run_directory
+
     checkpoint, config = FLAGS.checkpoint, FLAGS.config
     if FLAGS.model_dir is not None:
         if not tf.io.gfile.isdir(FLAGS.model_dir):
             raise ExportCommandError(f"--model_dir {FLAGS.model_dir} is not a directory")
         if config is None:
-            config = os.path.join(FLAGS.model_dir, "config.yaml")
+            config = run_directory.config_file(FLAGS.model_dir)
             if not tf.io.gfile.exists(config):
-                raise ExportCommandError(f"{FLAGS.model_dir} has no config.yaml (not a run "
-                                         "directory of run_pretraining?); give --config")
+                raise ExportCommandError(f"{FLAGS.model_dir} has no {run_directory.CONFIG} (not "
+                                         "a run directory of run_pretraining?); give --config")
         if checkpoint is None:
-            checkpoint = os.path.join(FLAGS.model_dir, "checkpoints")
+            checkpoint = run_directory.checkpoints_dir(FLAGS.model_dir)
             if not tf.io.gfile.isdir(checkpoint):
-                raise ExportCommandError(f"{FLAGS.model_dir} has no checkpoints/ directory")
+                raise ExportCommandError(f"{FLAGS.model_dir} has no {run_directory.CHECKPOINTS}/ "
+                                         "directory")
     if checkpoint is None or config is None:
         raise ExportCommandError("give --model_dir, or --checkpoint and --config")
     if tf.io.gfile.isdir(checkpoint):
@@ -189,12 +195,15 @@ def _task_model(card, config_path):
 
 
 def run() -> int:
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     import tensorflow as tf
+
+    from electra_tf import run_directory
 
     checkpoint, config_path = _checkpoint_and_config(tf)
     version = _version(checkpoint)
     output_dir = FLAGS.output_dir or (
-        os.path.join(FLAGS.model_dir, "export") if FLAGS.model_dir is not None else None)
+        run_directory.export_dir(FLAGS.model_dir) if FLAGS.model_dir is not None else None)
     if output_dir is None:
         raise ExportCommandError("--output_dir is required without --model_dir")
     target = os.path.join(output_dir, str(version))
@@ -203,10 +212,9 @@ def run() -> int:
                                  "--overwrite")
 
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
-    from electra_tf.finetuning.runner import read_task_card
     from electra_tf.training.checkpointing import restore_weights
 
-    card = read_task_card(FLAGS.model_dir) if FLAGS.model_dir else None
+    card = run_directory.read_task_card(FLAGS.model_dir) if FLAGS.model_dir else None
     model, write = (_task_model(card, config_path) if card is not None
                     else _discriminator(config_path))
     _check_fits(tf, model, checkpoint, config_path)

@@ -29,101 +29,32 @@ head, or a fine-tuned model). A keras-hub preset's tokenizer, if it has one, is 
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
 import types
 
 import keras
 import keras_hub
-import tensorflow as tf
 
+from electra_tf import run_directory
 from electra_tf.config import ConfigError, FinetuneConfig, ObjectiveConfig, load_config
 from electra_tf.convert.keras_hub import assign_from_keras_hub, model_config_from_keras_hub
 from electra_tf.finetuning import kinds
-from electra_tf.finetuning.runner import TASK_CARD, read_task_card
 from electra_tf.finetuning.source import resolve_source, restore_encoder
 # Importing electra_tf.models registers every class a .keras file can name.
 from electra_tf.models import ElectraEncoder, ElectraPretrainer, build_pretrainer, make_embeddings
 from electra_tf.models.task_model import TaskModel
+from electra_tf.run_directory import FINETUNING, KERAS_FILE, KERAS_HUB, TASK_CARD, TRIALS
 from electra_tf.training.checkpointing import CheckpointError, restore_weights
 
-PRETRAINING, FINETUNING, KERAS_HUB, KERAS_FILE = "pretraining", "fine-tuning", "keras-hub", ".keras"
-KERAS_HUB_CLASS = "ElectraBackbone"
-EXPECTED = ("a run directory of run_pretraining or an output directory of convert_checkpoint "
-            "(config.yaml + checkpoints/), a fine-tuning run directory (task.json + config.yaml + "
-            "checkpoints/), a keras-hub ElectraBackbone preset (config.json + model.weights.h5) "
-            "or a .keras file")
 
-
-@dataclasses.dataclass(frozen=True)
-class _Located:
-    """What a path holds: its kind, its run directory (or .keras file), and the checkpoint
-    prefix it named, if it named one."""
-
-    kind: str
-    path: str
-    checkpoint: str | None = None
-
-
-def _exists(directory: str, name: str) -> bool:
-    return tf.io.gfile.exists(os.path.join(directory, name))
-
-
-def _locate(path: str) -> _Located:
-    """Recognises `path` (see the module docstring); CheckpointError naming what was expected."""
-    if not tf.io.gfile.isdir(path):
-        parent = os.path.dirname(path)
-        if os.path.basename(parent) == "checkpoints" and tf.io.gfile.exists(path + ".index"):
-            run = os.path.dirname(parent)
-            return _Located(FINETUNING if _exists(run, TASK_CARD) else PRETRAINING, run, path)
-        if path.endswith(".keras") and tf.io.gfile.exists(path):
-            return _Located(KERAS_FILE, path)
-        if not tf.io.gfile.exists(path):
-            raise CheckpointError(f"{path} does not exist; expected {EXPECTED}")
-        raise CheckpointError(f"{path} is a file, not {EXPECTED} (nor a checkpoint prefix "
-                              "inside a checkpoints/ directory)")
-    if os.path.basename(os.path.normpath(path)) == "checkpoints":
-        run = os.path.dirname(os.path.normpath(path))
-        if _exists(run, "config.yaml"):  # the run's checkpoints/: its newest checkpoint
-            return _locate(run)
-    if _exists(path, TASK_CARD):
-        return _Located(FINETUNING, path)
-    trials = sorted(name.rstrip("/") for name in tf.io.gfile.listdir(path)
-                    if name.startswith("trial_") and _exists(os.path.join(path, name), TASK_CARD))
-    if trials:
-        raise CheckpointError(f"{path} is a fine-tuning run of {len(trials)} trials: load one of "
-                              f"them, e.g. {os.path.join(path, trials[0])}")
-    if _exists(path, "config.yaml"):
-        return _Located(PRETRAINING, path)
-    if _exists(path, "config.json"):
-        _check_keras_hub_class(path)
-        return _Located(KERAS_HUB, path)
-    if _exists(path, "saved_model.pb"):
-        hint = "a SavedModel (an export for serving): load it with tf.saved_model.load"
-    elif _exists(path, "checkpoint"):
-        hint = ("a TensorFlow checkpoint without config.yaml (Google's TF1 release?): convert it "
-                "with `python -m electra_tf.convert_checkpoint --from google`")
-    else:
-        hint = "a directory with neither config.yaml, task.json nor config.json"
-    raise CheckpointError(f"{path} is {hint}; expected {EXPECTED}")
-
-
-def _check_keras_hub_class(directory: str) -> None:
-    config_path = os.path.join(directory, "config.json")
-    try:
-        with tf.io.gfile.GFile(config_path) as f:
-            config = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CheckpointError(f"{config_path} is not JSON: {e}") from None
-    config = config if isinstance(config, dict) else {}
-    if "model_type" in config:
-        raise CheckpointError(f"{directory} is a Hugging Face model directory: convert it with "
-                              "`python -m electra_tf.convert_checkpoint --from hf`")
-    name = str(config.get("registered_name") or config.get("class_name") or "")
-    if not name.endswith(KERAS_HUB_CLASS):
-        raise CheckpointError(f"{directory} is not a keras-hub {KERAS_HUB_CLASS} preset: its "
-                              f"config.json is for {name or 'an unknown class'!r}")
+def _locate(path: str) -> run_directory.RunDirectory:
+    """What `path` holds (`run_directory.locate`: CheckpointError naming what was expected),
+    one model: a fine-tuning run of several trials is refused."""
+    located = run_directory.locate(path)
+    if located.kind == TRIALS:
+        raise CheckpointError(f"{path} is a fine-tuning run of {len(located.trials)} trials: load "
+                              f"one of them, e.g. {located.trials[0]}")
+    return located
 
 
 def _keras_hub_preset(directory: str):
@@ -181,7 +112,7 @@ def load_pretrainer(path: str, model_class: type | None = None, **kwargs) -> Ele
         return _require(model, model_class, path, what)
     # resolve_source checks config.yaml's model section and finds the newest checkpoint.
     source = resolve_source(located.checkpoint or located.path)
-    config = load_config(os.path.join(source.directory, "config.yaml"))
+    config = load_config(run_directory.config_file(source.directory))
     model = _require(build_pretrainer(config.model, config.objective, **kwargs), model_class,
                      path, what)
     restore_weights(model, source.checkpoint)
@@ -260,8 +191,8 @@ def load_task_model(model_class: type, path: str, **kwargs) -> TaskModel:
     if located.kind == KERAS_FILE:
         return _load_keras_file(located.path, model_class, what)
     if located.kind == FINETUNING:
-        model = _fine_tuned_model(located.path, model_class, path, kwargs)
-        restore_weights(model, located.checkpoint or _newest_checkpoint(located.path))
+        model = _fine_tuned_model(located, model_class, path, kwargs)
+        restore_weights(model, located.newest_checkpoint())
         return model
     if model_class is TaskModel:
         raise CheckpointError(f"{path} holds a pretrained encoder and no task head: build the "
@@ -278,21 +209,15 @@ def load_task_model(model_class: type, path: str, **kwargs) -> TaskModel:
     return model
 
 
-def _newest_checkpoint(directory: str) -> str:
-    checkpoint = tf.train.latest_checkpoint(os.path.join(directory, "checkpoints"))
-    if checkpoint is None:
-        raise CheckpointError(f"{directory}/checkpoints holds no checkpoint")
-    return checkpoint
-
-
-def _fine_tuned_model(directory: str, model_class: type, path: str, overrides: dict) -> TaskModel:
+def _fine_tuned_model(located: run_directory.RunDirectory, model_class: type, path: str,
+                      overrides: dict) -> TaskModel:
     """The task model a fine-tuning run built (see each task's `build_model`), before restoring."""
-    card = read_task_card(directory)
-    config = load_config(os.path.join(directory, "config.yaml"), base=FinetuneConfig())
+    card = located.task_card()
+    config = load_config(located.config_path, base=FinetuneConfig())
     kind = kinds.kind_named(card.get("kind", "classification"))  # old classifier cards: no kind
     if kind is None:
-        raise ConfigError(f"{os.path.join(directory, TASK_CARD)}: unknown kind "
-                          f"{card.get('kind')!r} (known: {', '.join(kinds.KINDS)})")
+        raise ConfigError(f"{located.task_card_path}: unknown kind {card.get('kind')!r} (known: "
+                          f"{', '.join(kinds.KINDS)})")
     if not issubclass(kind.model_class, model_class):
         raise CheckpointError(f"{path} holds a fine-tuned {kind.model_class.__name__} (task "
                               f"{card.get('task')}), not {_a(model_class.__name__)}")

@@ -104,6 +104,8 @@ flags.adopt_module_key_flags(device_flags)  # listed by --help with this command
 
 class RunError(UserError):
     """A run that cannot start as asked."""
+
+
 def _label_range() -> tuple[float, float]:
     try:
         low, high = (float(v) for v in FLAGS.label_range)

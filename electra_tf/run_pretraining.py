@@ -18,7 +18,6 @@ batch where it stopped. SIGTERM (preemption) saves a checkpoint and exits 0.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 
@@ -83,6 +82,9 @@ def run() -> int:
 
 
 def _print_summary(result) -> None:
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
+    from electra_tf import run_directory
+
     model_dir, values, held_out = result.model_dir, result.last_metrics, result.held_out
     lines = [f"finished at step {result.step} in {result.seconds:.0f} s"]
     if values:
@@ -92,9 +94,9 @@ def _print_summary(result) -> None:
         lines.append("held-out discriminator AUC: " + ", ".join(
             f"{metrics['disc_auc']:.3f} (step {at})" for at, metrics in held_out))
     lines += [f"run directory:  {model_dir}",
-              f"config:         {os.path.join(model_dir, 'config.yaml')}",
+              f"config:         {run_directory.config_file(model_dir)}",
               f"checkpoint:     {result.checkpoint}",
-              f"tensorboard:    tensorboard --logdir {os.path.join(model_dir, 'tensorboard')}"]
+              f"tensorboard:    tensorboard --logdir {run_directory.tensorboard_dir(model_dir)}"]
     if result.curves:
         lines.append(f"curves:         {result.curves}")
     if result.export_dir:

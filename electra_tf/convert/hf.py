@@ -23,6 +23,7 @@ from safetensors.numpy import load_file
 
 from electra_tf.config import ModelConfig, ObjectiveConfig
 from electra_tf.errors import UserError
+from electra_tf.run_directory import HF_CONFIG, HF_TORCH_WEIGHTS, HF_WEIGHTS, HF_WEIGHTS_INDEX
 
 ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_approximate", "gelu_pytorch_tanh": "gelu_approximate",
                "gelu_fast": "gelu_approximate", "relu": "relu"}
@@ -124,9 +125,9 @@ def weight_links(pretrainer) -> Iterator[WeightLink]:
 # ---- reading HF directories -------------------------------------------------------------------
 
 def read_hf_config(directory: str) -> dict:
-    path = os.path.join(directory, "config.json")
+    path = os.path.join(directory, HF_CONFIG)
     if not os.path.isfile(path):
-        raise ConversionError(f"{directory} has no config.json (expected a save_pretrained directory)")
+        raise ConversionError(f"{directory} has no {HF_CONFIG} (expected a save_pretrained directory)")
     with open(path) as f:
         config = json.load(f)
     if config.get("model_type", "electra") != "electra":
@@ -136,8 +137,8 @@ def read_hf_config(directory: str) -> dict:
 
 def read_hf_tensors(directory: str) -> dict[str, np.ndarray]:
     """All tensors of a save_pretrained directory, keys without the "electra." prefix."""
-    single = os.path.join(directory, "model.safetensors")
-    index = os.path.join(directory, "model.safetensors.index.json")
+    single = os.path.join(directory, HF_WEIGHTS)
+    index = os.path.join(directory, HF_WEIGHTS_INDEX)
     if os.path.isfile(single):
         tensors = load_file(single)
     elif os.path.isfile(index):
@@ -146,17 +147,17 @@ def read_hf_tensors(directory: str) -> dict[str, np.ndarray]:
         tensors = {}
         for shard in shards:
             tensors.update(load_file(os.path.join(directory, shard)))
-    elif os.path.isfile(os.path.join(directory, "pytorch_model.bin")):
+    elif os.path.isfile(os.path.join(directory, HF_TORCH_WEIGHTS)):
         try:
             import torch
         except ImportError:
-            raise ConversionError(f"{directory} holds pytorch_model.bin: install torch to read it, "
-                                  "or re-save it with safe_serialization=True") from None
-        state = torch.load(os.path.join(directory, "pytorch_model.bin"), map_location="cpu",
+            raise ConversionError(f"{directory} holds {HF_TORCH_WEIGHTS}: install torch to read "
+                                  "it, or re-save it with safe_serialization=True") from None
+        state = torch.load(os.path.join(directory, HF_TORCH_WEIGHTS), map_location="cpu",
                            weights_only=True)
         tensors = {k: v.float().numpy() for k, v in state.items()}
     else:
-        raise ConversionError(f"{directory} has neither model.safetensors nor pytorch_model.bin")
+        raise ConversionError(f"{directory} has neither {HF_WEIGHTS} nor {HF_TORCH_WEIGHTS}")
     return {k[len("electra."):] if k.startswith("electra.") else k: v for k, v in tensors.items()}
 
 
@@ -287,9 +288,9 @@ def save_hf(pretrainer, discriminator_dir: str | None, generator_dir: str | None
         if model not in tensors:
             raise ConversionError(f"this model has no {model} to write")
         os.makedirs(directory, exist_ok=True)
-        with open(os.path.join(directory, "config.json"), "w") as f:
+        with open(os.path.join(directory, HF_CONFIG), "w") as f:
             json.dump(hf_config(pretrainer.model_config, model), f, indent=2)
-        save_file(tensors[model], os.path.join(directory, "model.safetensors"), metadata={"format": "pt"})
+        save_file(tensors[model], os.path.join(directory, HF_WEIGHTS), metadata={"format": "pt"})
 
 
 def load_hf_pretrainer(discriminator_dir: str, generator_dir: str | None = None,

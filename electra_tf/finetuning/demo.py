@@ -24,9 +24,9 @@ import random
 import subprocess
 import sys
 
-import tensorflow as tf
 from absl import logging
 
+from electra_tf import run_directory
 from electra_tf.config import load_config
 from electra_tf.pretraining_data import corpus
 from electra_tf.task_data.classification_data import Example
@@ -75,17 +75,13 @@ def coherence_task(data_dir: str) -> TaskData:
         eval_splits={"dev": coherence_pairs(dev_documents, 1)})
 
 
-def _finished_pretraining(run_dir: str) -> bool:
-    return tf.train.latest_checkpoint(os.path.join(run_dir, "checkpoints")) is not None
-
-
 def _electra_steps(electra_dir: str) -> int:
-    return load_config(os.path.join(electra_dir, "config.yaml")).optimizer.train_steps
+    return load_config(run_directory.config_file(electra_dir)).optimizer.train_steps
 
 
 def _mlm_steps(electra_dir: str) -> int:
     """Steps of the MLM baseline with the FLOPs of the ELECTRA demo's run."""
-    config = load_config(os.path.join(electra_dir, "config.yaml"))
+    config = load_config(run_directory.config_file(electra_dir))
     seq, batch = config.run.max_seq_length, config.run.train_batch_size
     predictions = max_predictions_per_seq(config.objective.mask_prob, seq)
     electra = pretraining_step_flops(config.model, batch, seq, predictions, electra=True)
@@ -98,7 +94,7 @@ def _pretrain_mlm_baseline(steps: int) -> None:
                  steps, MLM_DIR)
     # The ELECTRA run's own config (sizes, recipe, overrides it was run with), as an MLM.
     command = [sys.executable, "-m", "electra_tf.run_pretraining", "--model_dir", MLM_DIR,
-               "--config", os.path.join(ELECTRA_DIR, "config.yaml"),
+               "--config", run_directory.config_file(ELECTRA_DIR),
                "--override", "objective.electra_objective=false", "--train_steps", str(steps),
                "--noexport"]
     if subprocess.run(command).returncode != 0:
@@ -106,15 +102,15 @@ def _pretrain_mlm_baseline(steps: int) -> None:
 
 
 def run_demo(config_name: str = "finetune/demo", trials: int = TRIALS) -> int:
-    if not _finished_pretraining(ELECTRA_DIR):
+    if not run_directory.has_checkpoint(ELECTRA_DIR):
         raise DemoError(f"the demonstration fine-tunes the pretraining demo's model, and "
                         f"{ELECTRA_DIR} has none: run `python -m electra_tf.run_pretraining` "
                         "first (about 90 s), then this command again")
     steps = _mlm_steps(ELECTRA_DIR)
-    if not _finished_pretraining(MLM_DIR):
+    if not run_directory.has_checkpoint(MLM_DIR):
         _pretrain_mlm_baseline(steps)
     electra, mlm = resolve_source(ELECTRA_DIR), resolve_source(MLM_DIR)
-    task = coherence_task(os.path.join(ELECTRA_DIR, "data"))
+    task = coherence_task(run_directory.demo_data_dir(ELECTRA_DIR))
     config = resolve_config(electra, config_name, [f"finetune.vocab_file={electra.vocab_file}"])
     rows = []
     for name, source in (("ELECTRA", electra), ("MLM baseline", mlm), ("no pretraining", None)):

@@ -2,16 +2,17 @@
 pretraining run's machinery (strategies, checkpoints and resume, SIGTERM, NaN guard, progress
 lines, TensorBoard).
 
-Layout of `model_dir` (one trial: the trial's files directly in it):
+Layout of `model_dir` (one trial: the trial's files directly in it; the names are
+`electra_tf.run_directory`'s):
   config.yaml                        the resolved fine-tuning config
   report.json                        every trial's dev metrics, median / mean / std
-  trial_<k>/checkpoints/, tensorboard/, results.json, export/<step>/, predictions/
+  trial_<k>/task.json, config.yaml, checkpoints/, tensorboard/, results.json, export/<step>/,
+            predictions/
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import statistics
@@ -21,6 +22,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from electra_tf import run_directory
 from electra_tf.config import FinetuneConfig
 from electra_tf.finetuning import kinds
 from electra_tf.finetuning.common import FinetuneError, TaskJob
@@ -100,19 +102,6 @@ class DevEvaluation(keras.callbacks.Callback):
             self.on_result()
 
 
-def _write_json(path: str, value) -> None:
-    with tf.io.gfile.GFile(path + ".tmp", "w") as f:
-        json.dump(value, f, indent=1)
-    tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
-
-
-def _read_json(path: str):
-    if not tf.io.gfile.exists(path):
-        return None
-    with tf.io.gfile.GFile(path) as f:
-        return json.load(f)
-
-
 def _best_and_last(history: list, split: str, headline: str) -> dict:
     entries = [(h["step"], h[split]) for h in history if split in h]
     best_step, best = max(entries, key=lambda e: e[1][headline])
@@ -128,8 +117,8 @@ def run_trial(job: TaskJob, config: FinetuneConfig, trial_dir: str, seed: int, *
 
     A finished trial (results.json with status "finished") is not run again.
     """
-    results_path = os.path.join(trial_dir, "results.json")
-    previous = _read_json(results_path) or {}
+    results_path = os.path.join(trial_dir, run_directory.RESULTS)
+    previous = run_directory.read_json(results_path) or {}
     if previous.get("status") == "finished":
         logging.info("%s is finished; keeping its results", trial_dir)
         return previous
@@ -146,10 +135,11 @@ def run_trial(job: TaskJob, config: FinetuneConfig, trial_dir: str, seed: int, *
                "history": history, "status": "running"}
 
     def evaluate_all(model):
-        return job.evaluate(model, run.eval_batch_size, os.path.join(trial_dir, "predictions", "dev"))
+        return job.evaluate(model, run.eval_batch_size,
+                            os.path.join(trial_dir, run_directory.PREDICTIONS, "dev"))
 
     def save_results():
-        _write_json(results_path, results)
+        run_directory.write_json(results_path, results)
 
     def initialize(model):
         history.clear()  # a fresh start: the previous call's evaluations are not this run's
@@ -157,19 +147,20 @@ def run_trial(job: TaskJob, config: FinetuneConfig, trial_dir: str, seed: int, *
             restore_encoder(model, source)
             logging.info("encoder initialised from %s", source.checkpoint)
 
+    log_dir = run_directory.tensorboard_dir(trial_dir)
+
     def dev_evaluation(model, start):
         return [DevEvaluation(lambda: evaluate_all(model), total, start,
-                              run.eval_every_steps or per_epoch,
-                              os.path.join(trial_dir, "tensorboard"), history, save_results)]
+                              run.eval_every_steps or per_epoch, log_dir, history, save_results)]
 
     result = loop.run_training(
         strategy=strategy, seed=seed, build_model=job.build_model,
         make_optimizer=lambda: create_optimizer(optimizer_config, config.model.num_layers),
-        jit_compile=jit_compile, checkpoint_dir=os.path.join(trial_dir, "checkpoints"),
+        jit_compile=jit_compile, checkpoint_dir=run_directory.checkpoints_dir(trial_dir),
         keep_checkpoint_max=run.keep_checkpoint_max, total_steps=total,
         save_checkpoints_steps=run.save_checkpoints_steps, log_every_steps=run.log_every_steps,
-        global_batch_size=run.train_batch_size,
-        tensorboard_dir=os.path.join(trial_dir, "tensorboard", "train"), preemption=preemption,
+        global_batch_size=run.train_batch_size, tensorboard_dir=os.path.join(log_dir, "train"),
+        preemption=preemption,
         make_dataset=lambda start: job.train_dataset(run.train_batch_size, seed, start),
         describe=lambda start: (f"fine-tuning {job.name} ({trial_dir}), seed {seed}: {total} "
                                 f"steps ({per_epoch} per epoch, warmup {warmup}), batch "
@@ -189,12 +180,12 @@ def run_trial(job: TaskJob, config: FinetuneConfig, trial_dir: str, seed: int, *
     results["dev"] = {split: _best_and_last(history, split, headline) for split in history[-1]
                       if split != "step"}
     if export:
-        export_dir = os.path.join(trial_dir, "export", str(total))
+        export_dir = os.path.join(run_directory.export_dir(trial_dir), str(total))
         if tf.io.gfile.exists(export_dir):
             tf.io.gfile.rmtree(export_dir)
         results["export"] = job.export(model, export_dir, with_tokenizer)
     if do_predict:
-        output_dir = os.path.join(trial_dir, "predictions")
+        output_dir = os.path.join(trial_dir, run_directory.PREDICTIONS)
         tf.io.gfile.makedirs(output_dir)
         results["predictions"] = job.write_predictions(model, output_dir, run.eval_batch_size)
     results["status"] = "finished"
@@ -202,19 +193,11 @@ def run_trial(job: TaskJob, config: FinetuneConfig, trial_dir: str, seed: int, *
     return results
 
 
-TASK_CARD = "task.json"
-
-
 def write_task_card(trial_dir: str, job: TaskJob, config: FinetuneConfig) -> None:
-    """What `export_savedmodel` needs to rebuild and export a fine-tuned checkpoint (the task,
-    its labels, ...) and the resolved config."""
-    _write_json(os.path.join(trial_dir, TASK_CARD), job.card())
-    with tf.io.gfile.GFile(os.path.join(trial_dir, "config.yaml"), "w") as f:
-        f.write(config.to_yaml())
-
-
-def read_task_card(trial_dir: str) -> dict | None:
-    return _read_json(os.path.join(trial_dir, TASK_CARD))
+    """What `export_savedmodel` and `electra_tf.load` need to rebuild a fine-tuned checkpoint
+    (the task, its labels, ...: `run_directory.read_task_card`) and the resolved config."""
+    run_directory.write_task_card(trial_dir, job.card())
+    run_directory.write_config(trial_dir, config)
 
 
 def summarize(trials: list[dict], job: TaskJob) -> dict:
@@ -259,15 +242,14 @@ def finetune(task, config: FinetuneConfig, model_dir: str, *,
     if job.num_train < config.finetune.train_batch_size:
         raise FinetuneError(f"{job.name} has {job.num_train} training examples, "
                             f"fewer than one batch of {config.finetune.train_batch_size}")
-    with tf.io.gfile.GFile(os.path.join(model_dir, "config.yaml"), "w") as f:
-        f.write(config.to_yaml())
+    run_directory.write_config(model_dir, config)
     warning = short_run_warning(steps_for(job, config)[1], config.optimizer.learning_rate,
                                 job.num_train, config.finetune.train_batch_size)
     if warning:
         logging.warning("%s", warning)
     trials = []
     for k in range(num_trials):
-        trial_dir = model_dir if num_trials == 1 else os.path.join(model_dir, f"trial_{k}")
+        trial_dir = run_directory.trial_dir(model_dir, k, num_trials)
         result = run_trial(job, config, trial_dir, config.finetune.seed + k,
                            source=source, strategy=strategy, jit_compile=jit_compile,
                            preemption=preemption, export=export, with_tokenizer=with_tokenizer,
@@ -279,7 +261,7 @@ def finetune(task, config: FinetuneConfig, model_dir: str, *,
     report.update(seconds=round(time.time() - started, 1), trial_results=trials,
                   status="finished" if all(t["status"] == "finished" for t in trials)
                   and len(trials) == num_trials else "preempted")
-    _write_json(os.path.join(model_dir, "report.json"), report)
+    run_directory.write_json(os.path.join(model_dir, run_directory.REPORT), report)
     return report
 
 
@@ -290,7 +272,7 @@ def format_report(report: dict, model_dir: str) -> str:
         lines.append(f"dev {split} {report['headline']}: " + ", ".join(
             f"{v:.2f}" for v in values["values"]) + f"  (median {values['median']:.2f}, mean "
             f"{values['mean']:.2f}, std {values['std']:.2f})")
-    lines += [f"run directory:  {model_dir}", f"report:         {os.path.join(model_dir, 'report.json')}"]
+    lines += [f"run directory:  {model_dir}", f"report:         {os.path.join(model_dir, run_directory.REPORT)}"]
     exports = [t["export"] for t in report["trial_results"] if t.get("export")]
     if exports:
         lines.append(f"SavedModel:     {exports[0]}" + (f" (and {len(exports) - 1} more)"

@@ -1,19 +1,20 @@
 """Where a fine-tuned encoder starts: a pretraining run, a converted release, or nothing.
 
-A run directory of `run_pretraining` and an output of `convert_checkpoint` look the same:
-`config.yaml` (the model's sizes, whether it was trained as ELECTRA or as the MLM baseline, the
-vocabulary), `checkpoints/` (weights keyed by Keras path) and usually the vocab.txt.
+A run directory of `run_pretraining` and an output of `convert_checkpoint` look the same
+(`electra_tf.run_directory`): `config.yaml` (the model's sizes, whether it was trained as
+ELECTRA or as the MLM baseline, the vocabulary), `checkpoints/` (weights keyed by Keras path)
+and usually the vocab.txt.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import tensorflow as tf
-import yaml
 
+from electra_tf import run_directory
 from electra_tf.config import ConfigError, FinetuneConfig, ModelConfig, apply_dict
+from electra_tf.run_directory import CHECKPOINTS, CONFIG
 from electra_tf.training.checkpointing import CheckpointError, first_line
 
 
@@ -33,39 +34,29 @@ def _run_directory(path: str) -> tuple[str, str | None]:
     """(directory holding config.yaml, explicit checkpoint prefix or None)."""
     if tf.io.gfile.isdir(path):
         return path, None
-    parent = os.path.dirname(path)
-    if os.path.basename(parent) == "checkpoints":
-        return os.path.dirname(parent), path
-    raise CheckpointError(f"--init_checkpoint {path} is neither a run directory (config.yaml + "
-                          "checkpoints/) nor a checkpoint under one")
+    run = run_directory.checkpoint_run(path)
+    if run is None:
+        raise CheckpointError(f"--init_checkpoint {path} is neither a run directory ({CONFIG} + "
+                              f"{CHECKPOINTS}/) nor a checkpoint under one")
+    return run, path
 
 
 def resolve_source(path: str) -> EncoderSource:
     """Reads a run or converted directory (or a checkpoint prefix inside its checkpoints/)."""
     directory, checkpoint = _run_directory(path)
-    config_path = os.path.join(directory, "config.yaml")
+    config_path = run_directory.config_file(directory)
     if not tf.io.gfile.exists(config_path):
-        raise CheckpointError(f"{directory} has no config.yaml: give a run directory of "
+        raise CheckpointError(f"{directory} has no {CONFIG}: give a run directory of "
                               "run_pretraining or an output directory of convert_checkpoint")
-    with tf.io.gfile.GFile(config_path) as f:
-        saved = yaml.safe_load(f) or {}
+    saved = run_directory.read_config(directory)
     try:
         model_config = apply_dict(FinetuneConfig(), {"model": saved.get("model", {})}, config_path).model
     except ConfigError as e:
         raise CheckpointError(f"{config_path}: {e}") from None
-    if checkpoint is None:
-        checkpoint = tf.train.latest_checkpoint(os.path.join(directory, "checkpoints"))
-        if checkpoint is None:
-            raise CheckpointError(f"{directory}/checkpoints holds no checkpoint")
+    checkpoint = checkpoint or run_directory.newest_checkpoint(directory)
     electra = saved.get("objective", {}).get("electra_objective", True)
     return EncoderSource(model_config, checkpoint, "discriminator" if electra else "generator",
-                         _vocab_file(directory, saved), directory)
-
-
-def _vocab_file(directory: str, saved: dict) -> str | None:
-    candidates = [saved.get("run", {}).get("vocab_file") or "",
-                  os.path.join(directory, "vocab.txt"), os.path.join(directory, "data", "vocab.txt")]
-    return next((c for c in candidates if c and tf.io.gfile.exists(c)), None)
+                         run_directory.vocab_file(directory, run_directory.PRETRAINING), directory)
 
 
 def restore_encoder(model, source: EncoderSource) -> None:

@@ -22,13 +22,14 @@ import time
 
 from absl import logging
 
-from electra_tf.task_data.classification_data import read_table
+from electra_tf import run_directory
 from electra_tf.finetuning import runner
 from electra_tf.finetuning.api import load_task as load_named_task, resolve_config
 from electra_tf.finetuning.common import FinetuneError
 from electra_tf.finetuning.source import resolve_source
 from electra_tf.study import plan, results as results_lib
 from electra_tf.study.data import LABEL_COLUMN, TEXT_COLUMN, StudyData
+from electra_tf.task_data.classification_data import read_table
 
 NEVER = 10 ** 9  # eval_every_steps / save_checkpoints_steps: only at the trial's end
 LOG_EVERY_STEPS = 1000  # a trial's own progress lines (shown with -v 1)
@@ -243,7 +244,7 @@ def run_trial(task, config, encoder: plan.Encoder, n, lr: float, seed: int, epoc
         dev = result["dev"]["dev"]["last"][headline]
         test = result["dev"]["test"]["last"][headline]
     if not keep_checkpoints:  # results.json marks the trial finished; its weights are not needed
-        shutil.rmtree(os.path.join(trial_dir, "checkpoints"), ignore_errors=True)
+        shutil.rmtree(run_directory.checkpoints_dir(trial_dir), ignore_errors=True)
     train_labels = [e.label for e in subset]
     return {
         "encoder": encoder.name, "objective": encoder.objective,

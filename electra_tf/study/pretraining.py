@@ -14,18 +14,18 @@ import os
 
 from absl import logging
 
+from electra_tf import run_directory
 from electra_tf.pretraining_data import pipeline
 from electra_tf.pretraining_data.masking import max_predictions_per_seq
 from electra_tf.study import plan
 from electra_tf.study.data import StudyData
 from electra_tf.training.flops import pretraining_step_flops
-from electra_tf.training.pretrain import RunError, pretrain
-from electra_tf.training.pretrain import resolve_config
+from electra_tf.training.pretrain import RunError, pretrain, resolve_config
 
 MLM_OVERRIDE = "objective.electra_objective=false"
 
 
-def run_directory(output_dir: str, objective: str) -> str:
+def objective_run_dir(output_dir: str, objective: str) -> str:
     return os.path.join(output_dir, "pretrain", objective)
 
 
@@ -69,7 +69,7 @@ def plan_runs(config_name: str, user_overrides, data: StudyData, checkpoints: tu
 
 
 def checkpoint_path(run_dir: str, step: int) -> str:
-    return os.path.join(run_dir, "checkpoints", f"ckpt-{step}")
+    return run_directory.step_checkpoint(run_dir, step)
 
 
 def _finished(run_dir: str, run: plan.PretrainingPlan) -> bool:
@@ -86,7 +86,7 @@ def pretrain_all(runs: list[plan.PretrainingPlan], config_name: str, user_overri
     (its checkpoint is saved: run the study again to continue)."""
     encoders = []
     for run in runs:
-        run_dir = run_directory(output_dir, run.objective)
+        run_dir = objective_run_dir(output_dir, run.objective)
         if _finished(run_dir, run):
             logging.info("%s pretraining is finished (%s); keeping it", run.objective, run_dir)
         else:

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from electra_tf.errors import UserError
-
-
-class CheckpointError(UserError):
-    """A checkpoint that does not fit the model being trained."""
+from electra_tf.errors import CheckpointError  # raised here; callers import it from here too
 
 
 def weights_by_path(model) -> dict:

@@ -16,6 +16,7 @@ import sys
 import tensorflow as tf
 from absl import logging
 
+from electra_tf import run_directory
 from electra_tf.training.callbacks import read_scalars
 
 CURVES_FILE = "curves.png"
@@ -48,7 +49,7 @@ def plot_pretraining_curves(model_dir: str, path: str | None = None) -> str | No
     except ImportError as e:
         logging.warning("matplotlib cannot be imported (%s): not drawing %s", e, path)
         return None
-    log_dir = os.path.join(model_dir, "tensorboard")
+    log_dir = run_directory.tensorboard_dir(model_dir)
     train, held_out = read_scalars(log_dir), read_scalars(os.path.join(log_dir, "heldout"))
     panels = [(title, tag) for title, tag in PANELS if tag in train or tag in held_out]
     if not panels:

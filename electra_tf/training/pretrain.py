@@ -21,9 +21,9 @@ from typing import Any, Sequence
 
 import keras
 import tensorflow as tf
-import yaml
 from absl import logging
 
+from electra_tf import run_directory
 from electra_tf.config import ElectraConfig, ObjectiveConfig, load_config
 from electra_tf.pretraining_data import pipeline, run_vocabulary
 from electra_tf.pretraining_data import builder as pretraining_data, corpus
@@ -70,8 +70,8 @@ class PretrainResult:
 def prepare_demo_data(run_dir: str) -> tuple[str, str, str]:
     """Builds (once) the embedded corpus, its vocabulary and TFRecords under run_dir/data: every
     10th document held out for evaluation. Returns (train glob, held-out glob, vocab.txt)."""
-    data_dir = os.path.join(run_dir, "data")
-    vocab_file = os.path.join(data_dir, "vocab.txt")
+    data_dir = run_directory.demo_data_dir(run_dir)
+    vocab_file = os.path.join(data_dir, run_directory.VOCAB)
     records_dir = os.path.join(data_dir, "tfrecords")
     held_out_dir = os.path.join(data_dir, "heldout_tfrecords")
     if not all(os.path.exists(os.path.join(d, "metadata.json")) for d in (records_dir, held_out_dir)):
@@ -129,11 +129,9 @@ def resolve_config(config: str, overrides: Sequence[str], metadata_by_directory:
 
 def check_model_dir(model_dir: str, config: ElectraConfig) -> None:
     """Refuses a model_dir whose checkpoints came from another model or objective."""
-    path = os.path.join(model_dir, "config.yaml")
-    if not tf.io.gfile.exists(path):
+    if not tf.io.gfile.exists(run_directory.config_file(model_dir)):
         return
-    with tf.io.gfile.GFile(path) as f:
-        previous = yaml.safe_load(f) or {}
+    previous = run_directory.read_config(model_dir)
     current = config.to_dict()
     for section in ("model", "objective"):
         old, new = previous.get(section, {}), current[section]
@@ -245,8 +243,7 @@ def _train(config, config_name, strategy, model_dir, files, eval_files, init_che
         write_dir = os.path.join(model_dir, "workers", f"{resolver.task_type}_{resolver.task_id}")
     tf.io.gfile.makedirs(write_dir)
     if is_chief:
-        with tf.io.gfile.GFile(os.path.join(model_dir, "config.yaml"), "w") as f:
-            f.write(config.to_yaml())
+        run_directory.write_config(model_dir, config)
 
     jit_compile = distribution.use_xla(strategy, jit_compile)
     schedule_steps = config.optimizer.train_steps
@@ -267,7 +264,7 @@ def _train(config, config_name, strategy, model_dir, files, eval_files, init_che
             config.run.eval_batches)
         evaluation = callbacks.HeldOutEvaluation(
             held_out, total, start, config.run.eval_every_steps,
-            os.path.join(write_dir, "tensorboard", "heldout"))
+            os.path.join(run_directory.tensorboard_dir(write_dir), "heldout"))
         return [evaluation]
 
     def training_data(start):
@@ -289,12 +286,12 @@ def _train(config, config_name, strategy, model_dir, files, eval_files, init_che
             build_model=lambda: build_pretrainer(config.model, config.objective),
             make_optimizer=lambda: create_optimizer(config.optimizer), jit_compile=jit_compile,
             steps_per_execution=config.run.steps_per_execution,
-            checkpoint_dir=os.path.join(write_dir, "checkpoints"),
+            checkpoint_dir=run_directory.checkpoints_dir(write_dir),
             keep_checkpoint_max=config.run.keep_checkpoint_max, total_steps=total,
             save_checkpoints_steps=config.run.save_checkpoints_steps,
             log_every_steps=config.run.log_every_steps,
             global_batch_size=config.run.train_batch_size,
-            tensorboard_dir=os.path.join(write_dir, "tensorboard"), preemption=preemption,
+            tensorboard_dir=run_directory.tensorboard_dir(write_dir), preemption=preemption,
             make_dataset=training_data, describe=describe, initialize=initialize,
             make_callbacks=held_out_evaluation)
     except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
@@ -317,7 +314,7 @@ def _train(config, config_name, strategy, model_dir, files, eval_files, init_che
     elif is_chief:
         if export:
             export_dir = export_discriminator(
-                model, os.path.join(model_dir, "export", str(result.step)))
+                model, os.path.join(run_directory.export_dir(model_dir), str(result.step)))
         curves = plot_pretraining_curves(model_dir)
     return PretrainResult(
         model_dir=model_dir, status=result.status, step=result.step,
