@@ -123,7 +123,6 @@ def main(argv):
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     import tensorflow as tf
 
-
     try:
         return exit_on_user_error(run)
     except tf.errors.DataLossError as e:

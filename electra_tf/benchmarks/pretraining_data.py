@@ -73,7 +73,6 @@ def _hf_encode(vocab_file, corpus_dir, lower_case, strip_accents):
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from tokenizers import BertWordPieceTokenizer
 
-
     lines = [line for document in read_documents(corpus_dir) for line in document]
     tokenizer = BertWordPieceTokenizer(vocab_file, lowercase=lower_case,
                                        strip_accents=strip_accents)
