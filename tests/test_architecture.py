@@ -18,8 +18,7 @@ DOC = ROOT / "docs" / "architecture.md"
 # Third-party packages heavy enough to import only on the paths that need them.
 HEAVY = {"tensorflow", "keras", "keras_hub", "tensorflow_datasets", "tensorflow_text", "torch",
          "transformers", "matplotlib", "tokenizers", "sentencepiece", "safetensors",
-         "onnxruntime", "scipy", "sklearn", "seqeval", "numpy", "yaml", "tf_keras", "psutil",
-         "pydoc_data"}
+         "onnxruntime", "scipy", "sklearn", "seqeval", "tf_keras"}
 LAZY_REASON = re.compile(r"#\s*lazy:\s*\S")
 
 

@@ -37,6 +37,7 @@ import statistics
 import tempfile
 import time
 
+import numpy as np
 from absl import app, flags
 
 from electra_tf import console
@@ -119,7 +120,6 @@ def main(argv):
 def matmul_peak_gflops(dtype, n=2048, repeats=10):
     """GFLOP/s (2 n^3 / median seconds) of an n x n @ n x n tf.matmul in `dtype` inside a
     tf.function without XLA: one untimed call, then `repeats` timed ones."""
-    import numpy as np
     import tensorflow as tf
 
     # NumPy's generator, so TensorFlow's global random state is left as the model will find it.
@@ -254,8 +254,6 @@ def _profile(step):
 
 def _pair_inputs(vocab_size):
     """Random ids, full mask, second segment from seq // 4 on (as the torch reference)."""
-    import numpy as np
-
     ids = np.random.default_rng(0).integers(5, vocab_size, size=(FLAGS.batch, FLAGS.seq))
     segments = np.zeros_like(ids)
     segments[:, FLAGS.seq // 4:] = 1

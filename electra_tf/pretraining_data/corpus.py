@@ -376,7 +376,7 @@ def embedded_documents() -> list[list[str]]:
             document = _text_to_document(docstring or "")
             if document:
                 documents.append(document)
-    from pydoc_data.topics import topics
+    from pydoc_data.topics import topics  # lazy: a large module, read only for this corpus
     for name in sorted(topics):
         document = _text_to_document(topics[name])
         if document:
