@@ -50,11 +50,11 @@ def copied(name, tmp_path):
     return target
 
 
-def assert_outputs(actual: dict, expected: dict, what: str):
+def assert_outputs(actual: dict, expected: dict, what: str, rtol=1e-5, atol=1e-6):
     assert set(actual) <= set(expected), (what, sorted(actual), sorted(expected))
     for key, value in actual.items():
         np.testing.assert_allclose(np.asarray(value, np.float32), np.asarray(expected[key]),
-                                   rtol=1e-5, atol=1e-6, err_msg=f"{what}: {key}")
+                                   rtol=rtol, atol=atol, err_msg=f"{what}: {key}")
 
 
 def pretrainer_outputs(model):
@@ -304,7 +304,10 @@ def test_fine_tuning_from_the_old_pretraining_run_gives_the_same_classifier(tmp_
     config = electra_tf.load_config(os.path.join(model_dir, "config.yaml"),
                                     base=electra_tf.FinetuneConfig())
     assert config.finetune.vocab_file == os.path.join(run, "data", "vocab.txt")
-    assert_outputs(classifier_outputs(load(model_dir)), EXPECTED["finetune_run"], "fine-tuned")
+    # Three optimizer steps redone on this CPU: another CPU's kernels (with or without AVX-512)
+    # sum in another order, and training carries that further than one forward pass.
+    assert_outputs(classifier_outputs(load(model_dir)), EXPECTED["finetune_run"], "fine-tuned",
+                   rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.slow
