@@ -14,8 +14,10 @@ the best dev accuracy, and writes into --output_dir:
   accuracy_vs_flops.png   one panel per label count: accuracy against pretraining FLOPs
 A missing data directory is built as `python -m electra_tf.build_debian_corpus` does; a missing
 vocabulary and records are built in it. Rerun the same command after an interruption: finished
-pieces (data, pretraining, trials) are not redone; SIGTERM stops cleanly. The report of a study
-still running: `python -c "from electra_tf.study import write_report; write_report('runs/study')"`.
+pieces (data, pretraining, trials) are not redone; SIGTERM stops cleanly. A study that varies
+only the pretraining can take another's no-pretraining trials: --random_from DIR. The report of
+a study still running:
+`python -c "from electra_tf.study import write_report; write_report('runs/study')"`.
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ flags.DEFINE_integer("vocab_size", 8000, "Vocabulary size to learn when --data_d
 flags.DEFINE_integer("max_seq_length", 128, "Tokens per pretraining example (the records "
                      "records<L>/ and heldout<L>/ in --data_dir, and run.max_seq_length).")
 flags.DEFINE_bool("pretrain_only", False, "Stop after pretraining.")
+flags.DEFINE_string("random_from", None, "Another study directory whose no-pretraining trials "
+                    "to reuse instead of running them again: it must have the same data_dir, "
+                    "pretraining recipe, model overrides and fine-tuning settings (checked).")
 flags.DEFINE_bool("keep_finetune_checkpoints", False, "Keep each fine-tuning trial's final "
                   "checkpoint (by default deleted once its results are written).")
 
@@ -91,7 +96,8 @@ def main(argv):
             finetune_max_seq_length=FLAGS.finetune_max_seq_length, objectives=FLAGS.objectives,
             vocab_size=FLAGS.vocab_size, max_seq_length=FLAGS.max_seq_length,
             pretrain_only=FLAGS.pretrain_only,
-            keep_finetune_checkpoints=FLAGS.keep_finetune_checkpoints)
+            keep_finetune_checkpoints=FLAGS.keep_finetune_checkpoints,
+            random_from=FLAGS.random_from)
         print(format_closing(result), flush=True)
         return 0
 

@@ -16,6 +16,7 @@ from electra_tf.errors import UserError
 ALL = "all"  # the label count meaning "the whole training set"
 OBJECTIVES = ("electra", "mlm")
 RANDOM = "random"  # the encoder without pretraining
+STUDY_FILE = "study.json"  # a study directory's settings, data and pretraining plans
 MIN_EPOCHS = 3  # the original's epochs for every GLUE classification task but RTE
 
 

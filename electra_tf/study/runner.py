@@ -24,11 +24,11 @@ from typing import Sequence
 
 from absl import logging
 
-from electra_tf.study import data as data_lib, grid, plan, pretraining, report, results
-from electra_tf.study.plan import StudyError
+from electra_tf.study import (data as data_lib, grid, plan, pretraining, report, results,
+                              reuse)
+from electra_tf.study.plan import STUDY_FILE, StudyError
 from electra_tf.training.callbacks import with_preemption
 
-STUDY_FILE = "study.json"
 # Settings a finished piece depends on: a rerun must keep them.
 FIXED_SETTINGS = ("data_dir", "pretrain_config", "overrides", "checkpoints", "schedule_steps",
                   "max_seq_length",
@@ -85,7 +85,8 @@ def run_study(*, data_dir: str = "data/debian", output_dir: str = "runs/study",
               min_finetune_steps: int = 100, finetune_max_seq_length: int = 128,
               objectives: Sequence[str] = ("electra", "mlm"), vocab_size: int = 8000,
               max_seq_length: int = 128, pretrain_only: bool = False,
-              keep_finetune_checkpoints: bool = False, preemption=None) -> StudyResult:
+              keep_finetune_checkpoints: bool = False, random_from: str | None = None,
+              preemption=None) -> StudyResult:
     """Runs (or resumes) the study and writes its report; see the module docstring.
 
     Args:
@@ -110,6 +111,8 @@ def run_study(*, data_dir: str = "data/debian", output_dir: str = "runs/study",
       pretrain_only: stop after pretraining.
       keep_finetune_checkpoints: keep each trial's final checkpoint (default: deleted once
         the trial's results are written; results.json keeps it from being rerun).
+      random_from: another study's directory whose random-initialisation trials this one
+        reuses (`study.reuse`: same data, fine-tuning settings and encoder sizes, or refused).
       preemption: a `callbacks.Preemption` installed earlier (SIGTERM: stop, rerun to resume).
     """
     checkpoints = plan.parse_checkpoints(checkpoints)
@@ -134,6 +137,8 @@ def run_study(*, data_dir: str = "data/debian", output_dir: str = "runs/study",
                 "objectives": list(objectives), "labels": [str(n) for n in label_counts],
                 "seeds": seeds, "learning_rates": list(learning_rates)}
     _check_settings(output_dir, settings)
+    if random_from:  # checked before anything is built
+        reuse.check_compatible(reuse.read_settings(random_from), settings, random_from)
 
     data = data_lib.prepare_data(data_dir, vocab_size, max_seq_length)
     runs = pretraining.plan_runs(pretrain_config, overrides, data, checkpoints, objectives,
@@ -152,6 +157,9 @@ def run_study(*, data_dir: str = "data/debian", output_dir: str = "runs/study",
         return StudyResult("preempted", output_dir, [])
     if pretrain_only:
         return StudyResult("pretrained", output_dir, encoders)
+    if random_from:
+        copied = reuse.reuse_random_trials(output_dir, random_from, settings)
+        logging.info("reused %d random-initialisation trials of %s", copied, random_from)
     grid_settings = grid.GridSettings(
         label_counts=label_counts, seeds=seeds, learning_rates=learning_rates,
         config=finetune_config, overrides=tuple(finetune_overrides),

@@ -204,6 +204,77 @@ def test_a_study_directory_of_other_settings_is_refused_before_anything_runs(tmp
     assert sorted(os.listdir(tmp_path)) == ["study"]  # nothing built, not even the data
 
 
+def _write_study(directory, records, **settings):
+    directory.mkdir(parents=True, exist_ok=True)
+    base = {"data_dir": "/data/debian", "pretrain_config": "pretrain/study",
+            "overrides": ["run.max_seq_length=128"], "finetune_config": "finetune/small",
+            "finetune_overrides": [], "min_finetune_steps": 100, "finetune_max_seq_length": 128}
+    base.update(settings)
+    (directory / "study.json").write_text(json.dumps({"settings": base}))
+    for record in records:
+        results.append_result(str(directory), record)
+    return base
+
+
+def test_random_from_copies_the_other_studys_random_trials_once(tmp_path):
+    from electra_tf.study import reuse
+
+    other = tmp_path / "base"
+    _write_study(other, [
+        dict(_record("random", "none", 0, 0.0, 100, 1e-3, 0, 40, 41),
+             directory="finetune/random/100/lr1e-3_seed0"),
+        _record("random", "none", 0, 0.0, 100, 1e-3, 1, 42, 43),
+        _record("electra@3000", "electra", 3000, 5e13, 100, 1e-3, 0, 50, 51)])
+    mine = tmp_path / "lr2e-3"
+    settings = _write_study(mine, [_record("random", "none", 0, 0.0, 100, 1e-3, 1, 42, 43)],
+                            overrides=["run.max_seq_length=128",
+                                       "optimizer.learning_rate=2e-3"])
+    assert reuse.reuse_random_trials(str(mine), str(other), settings) == 1  # seed 1 was there
+    copied = results.read_records(str(mine))[-1]
+    assert (copied["encoder"], copied["seed"], copied["test"]) == ("random", 0, 41)
+    assert copied["reused_from"] == str(other)
+    assert copied["directory"] == os.path.join("..", "base", "finetune", "random", "100",
+                                               "lr1e-3_seed0")
+    assert all(r["encoder"] == "random" for r in results.read_records(str(mine)))
+    assert reuse.reuse_random_trials(str(mine), str(other), settings) == 0  # nothing twice
+    assert len(results.read_records(str(mine))) == 2
+
+
+@pytest.mark.parametrize("change, named", [
+    ({"overrides": ["run.max_seq_length=128", "model.num_layers=4"]}, "model overrides"),
+    ({"finetune_overrides": ["finetune.train_batch_size=16"]}, "finetune_overrides"),
+    ({"data_dir": "/data/other"}, "data_dir"),
+    ({"pretrain_config": "pretrain/mini"}, "pretrain_config"),
+])
+def test_random_from_refuses_a_study_whose_random_trials_differ(tmp_path, change, named):
+    from electra_tf.study import reuse
+
+    other = tmp_path / "other"
+    _write_study(other, [_record("random", "none", 0, 0.0, 100, 1e-3, 0, 40, 41)], **change)
+    settings = _write_study(tmp_path / "mine", [])
+    with pytest.raises(plan.StudyError, match=named):
+        reuse.reuse_random_trials(str(tmp_path / "mine"), str(other), settings)
+    assert results.read_records(str(tmp_path / "mine")) == []
+
+
+def test_random_from_compares_only_the_fine_tuned_encoders_sizes():
+    from electra_tf.study import reuse
+
+    assert reuse.model_overrides(["model.b=1", "optimizer.learning_rate=2e-3", "model.a=2",
+                                  "model.generator_fraction=0.5",
+                                  "model.untied_generator_embeddings=true"]) == [
+        "model.a=2", "model.b=1"]
+
+
+def test_random_from_a_directory_without_a_study_is_refused_before_anything_runs(tmp_path):
+    from electra_tf.study import run_study
+
+    with pytest.raises(plan.StudyError, match="not a study directory"):
+        run_study(data_dir=str(tmp_path / "no_data"), output_dir=str(tmp_path / "study"),
+                  random_from=str(tmp_path))
+    assert not (tmp_path / "no_data").exists()
+
+
 def test_help_documents_every_flag():
     result = run_cli(["--help"], module="electra_tf.study", timeout=120)
     assert "Traceback" not in result.stderr  # absl exits with status 1 after printing the help
@@ -211,7 +282,7 @@ def test_help_documents_every_flag():
     for flag in ("data_dir", "output_dir", "pretrain_config", "override", "checkpoints", "labels",
                  "seeds", "learning_rates", "finetune_config", "finetune_override",
                  "min_finetune_steps", "finetune_max_seq_length", "objectives", "vocab_size",
-                 "max_seq_length", "[no]pretrain_only"):
+                 "max_seq_length", "[no]pretrain_only", "random_from"):
         assert f"--{flag}:" in result.stdout, flag
 
 
