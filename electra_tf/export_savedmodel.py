@@ -62,7 +62,8 @@ flags.DEFINE_bool("with_tokenizer", False, "Add the serve_text signature (raw te
                   "in the graph with tensorflow-text ops: the model then needs a model server "
                   "built with TF Text ops).")
 flags.DEFINE_string("vocab_file", None, "vocab.txt for --with_tokenizer, stored in the "
-                    "SavedModel's assets. Default: run.vocab_file of the config.")
+                    "SavedModel's assets. Default: vocab.txt or data/vocab.txt in --model_dir, "
+                    "else the config's vocab_file.")
 flags.DEFINE_bool("lower_case", True, "serve_text: lower-case (and strip accents) before "
                   "WordPiece, as for an uncased vocabulary; --nolower_case for a cased one.")
 flags.DEFINE_integer("max_seq_length", None, "serve_text: longest [CLS] tokens [SEP] sequence; "
@@ -145,13 +146,30 @@ def _check_fits(tf, model, checkpoint: str, config_path: str) -> None:
                 f"{tuple(stored)} in the checkpoint, {tuple(weight.shape)} in the model")
 
 
-def _tokenizer_vocab(config_vocab_file: str) -> str | None:
+def _tokenizer_vocab(config_vocab_file: str, finetuned: bool) -> str | None:
+    """The vocabulary of serve_text: --vocab_file; else the one that came with --model_dir
+    (`run_directory.vocab_file`: its vocab.txt or data/vocab.txt first, so a run directory
+    moved with its vocabulary still exports); else the config's, which must exist."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
+    import tensorflow as tf
+
+    from electra_tf import run_directory
+
     if not FLAGS.with_tokenizer:
         return None
-    vocab_file = FLAGS.vocab_file or config_vocab_file
-    if not vocab_file:
+    if FLAGS.vocab_file:
+        return FLAGS.vocab_file
+    kind = run_directory.FINETUNING if finetuned else run_directory.PRETRAINING
+    found = run_directory.vocab_file(FLAGS.model_dir, kind) if FLAGS.model_dir else None
+    if found:
+        return found
+    if not config_vocab_file:
         raise ExportCommandError("--with_tokenizer needs --vocab_file (the config has none)")
-    return vocab_file
+    if not tf.io.gfile.exists(config_vocab_file):
+        raise ExportCommandError(
+            f"--with_tokenizer: the config's vocab_file {config_vocab_file} does not exist (was "
+            "the run moved?); give --vocab_file, or put vocab.txt in the run directory")
+    return config_vocab_file
 
 
 def _discriminator(config_path):
@@ -161,7 +179,7 @@ def _discriminator(config_path):
     from electra_tf.models.pretrainer_factory import build_pretrainer
 
     config = load_config(config_path)
-    vocab_file = _tokenizer_vocab(config.run.vocab_file)
+    vocab_file = _tokenizer_vocab(config.run.vocab_file, finetuned=False)
     model = build_pretrainer(config.model, config.objective)
 
     def write(directory):
@@ -186,7 +204,8 @@ def _task_model(card, config_path):
     config = load_config(config_path, base=FinetuneConfig())
     model = kind.build_model(card, config)
     options = ExportOptions(with_tokenizer=FLAGS.with_tokenizer, with_examples=FLAGS.with_examples,
-                            vocab_file=_tokenizer_vocab(config.finetune.vocab_file),
+                            vocab_file=_tokenizer_vocab(config.finetune.vocab_file,
+                                                        finetuned=True),
                             max_seq_length=FLAGS.max_seq_length)
 
     def write(directory):

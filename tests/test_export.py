@@ -10,6 +10,7 @@ checked against an allowlist of TensorFlow core ops.
 import dataclasses
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -17,6 +18,7 @@ import textwrap
 import numpy as np
 import pytest
 import tensorflow as tf
+import yaml
 from tensorflow.core.protobuf import saved_model_pb2
 
 from electra_tf.config import ElectraConfig
@@ -474,6 +476,30 @@ def test_cli_exports_a_run_directory(run_dir, tmp_path):
     # max_seq_length defaults to run.max_seq_length (32): a long text is cut to 32 ids.
     text = loaded.signatures["serve_text"](text=tf.constant([" ".join(["cat"] * 50)]))
     assert text["input_ids"].shape == (1, 32)
+
+
+def test_cli_with_tokenizer_uses_the_vocabulary_a_moved_run_carries(run_dir, tmp_path):
+    """A run directory copied from another machine: its config names a vocab.txt that is not
+    here. The export says so in one line, and takes vocab.txt from the directory once it is
+    there."""
+    run, _, _ = run_dir
+    moved = tmp_path / "moved"
+    shutil.copytree(run, moved)
+    config = yaml.safe_load((moved / "config.yaml").read_text())
+    config["run"]["vocab_file"] = "/elsewhere/data/vocab.txt"
+    (moved / "config.yaml").write_text(yaml.safe_dump(config))
+    args = ["--model_dir", str(moved), "--output_dir", str(tmp_path / "served"),
+            "--with_tokenizer", "--nowith_examples"]
+
+    missing = export_main(*args)
+    assert_one_line_error(missing, "the config's vocab_file /elsewhere/data/vocab.txt does not "
+                                   "exist (was the run moved?)")
+    assert not (tmp_path / "served").exists()
+
+    write_vocab(moved / "vocab.txt", TOKENS)
+    exported = export_main(*args)
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    assert (tmp_path / "served" / "5" / "assets" / "vocab.txt").read_text().split() == TOKENS
 
 
 def test_cli_refuses_an_existing_version_unless_overwrite(run_dir, tmp_path):
