@@ -9,6 +9,7 @@ and usually the vocab.txt.
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import tensorflow as tf
 
@@ -31,8 +32,23 @@ class EncoderSource:
 
 
 def _run_directory(path: str) -> tuple[str, str | None]:
-    """(directory holding config.yaml, explicit checkpoint prefix or None)."""
+    """(directory holding config.yaml, explicit checkpoint prefix or None). A run's
+    checkpoints/ means the run (its newest checkpoint), as `electra_tf.load` reads it; a
+    keras-hub preset is refused with the command that converts it."""
     if tf.io.gfile.isdir(path):
+        normalized = os.path.normpath(path)
+        parent = os.path.dirname(normalized)
+        if (os.path.basename(normalized) == CHECKPOINTS
+                and tf.io.gfile.exists(run_directory.config_file(parent))):
+            return parent, None
+        if not tf.io.gfile.exists(run_directory.config_file(path)):
+            # locate names what the directory is (a SavedModel, a TF1 or Hugging Face
+            # checkpoint, ...) in its CheckpointError
+            if run_directory.locate(path).kind == run_directory.KERAS_HUB:
+                raise CheckpointError(
+                    f"--init_checkpoint {path} is a keras-hub preset: convert it first, "
+                    f"python -m electra_tf.convert_checkpoint --from keras_hub --input {path} "
+                    "--output_dir converted/<name>, and fine-tune from converted/<name>")
         return path, None
     run = run_directory.checkpoint_run(path)
     if run is None:

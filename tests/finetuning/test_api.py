@@ -63,3 +63,25 @@ def test_finetune_reads_glue_from_tfds(tmp_path, monkeypatch):
     trial = report["trial_results"][0]
     assert trial["train_examples"] == 16 and trial["steps"] == 2
     assert 0.0 <= trial["dev"]["dev"]["last"]["accuracy"] <= 100.0
+
+
+def test_a_runs_checkpoints_directory_means_the_run(tmp_path):
+    write_electra_tf(ElectraPretrainer(tiny_model_config(), objective()), str(tmp_path), None)
+    source = resolve_source(str(tmp_path / "checkpoints"))
+    assert source == resolve_source(str(tmp_path))
+    assert source.directory == str(tmp_path)
+
+
+@pytest.mark.parametrize("config_json, fragment", [
+    ({"registered_name": "keras_hub>ElectraBackbone", "config": {}},
+     "is a keras-hub preset: convert it first, python -m electra_tf.convert_checkpoint --from "
+     "keras_hub"),
+    ({"model_type": "electra"}, "is a Hugging Face model directory: convert it with"),
+])
+def test_other_formats_are_refused_with_the_command_that_converts_them(tmp_path, config_json,
+                                                                       fragment):
+    import json
+
+    (tmp_path / "config.json").write_text(json.dumps(config_json))
+    with pytest.raises(CheckpointError, match=fragment.replace("(", r"\(")):
+        resolve_source(str(tmp_path))
