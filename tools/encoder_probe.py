@@ -11,7 +11,7 @@ vectors of different texts, the mean token norm; and the dev accuracy of a logis
 (standardised features) trained on the [CLS] or the mean vector of N training texts (the subset
 of tools/finetune_trials.py, seed 0).
 """
-import argparse, json, sys
+import argparse, json
 import numpy as np
 import tensorflow as tf
 from sklearn.linear_model import LogisticRegression

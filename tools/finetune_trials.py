@@ -12,13 +12,12 @@ length 128 (and --extra overrides), the encoder restored, `model.fit`, dev accur
 mean replaces the [CLS] vector by the mean over tokens; a suffix +embonly keeps only the
 pretrained embeddings (the transformer layers re-initialised). One JSON line per trial.
 """
-import argparse, dataclasses, json, os, random, sys, time
-import numpy as np
+import argparse, dataclasses, json, os, random, time
 import tensorflow as tf
 import keras
-from electra_tf.finetuning import api, tasks
+from electra_tf.finetuning import api
 from electra_tf.finetuning.source import resolve_source, restore_encoder
-from electra_tf.finetuning.classification import ClassificationJob, predict
+from electra_tf.finetuning.classification import ClassificationJob
 from electra_tf.training.optimizer import create_optimizer
 from electra_tf.finetuning.runner import steps_for
 
