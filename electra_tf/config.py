@@ -131,10 +131,15 @@ class ObjectiveConfig:
                                   "the MLM baseline samples nothing")
 
 
+OPTIMIZER_NAMES = ("adamw", "lamb")
+
+
 @dataclasses.dataclass
 class OptimizerConfig:
-    """AdamW and the learning-rate schedule of the original (`model/optimization.py`)."""
+    """AdamW and the learning-rate schedule of the original (`model/optimization.py`), or LAMB
+    (`name: lamb`) for large batches."""
 
+    name: str = "adamw"  # "adamw" (the original's) or "lamb" (You et al. 2019)
     learning_rate: float = 5e-4
     warmup_steps: int = 10000
     train_steps: int = 1000000
@@ -144,11 +149,14 @@ class OptimizerConfig:
     beta_2: float = 0.999
     epsilon: float = 1e-6
     clip_norm: float = 1.0
-    bias_correction: bool = False
+    bias_correction: bool | None = None  # None: the optimizer's default (AdamW off, LAMB on)
     layerwise_lr_decay: float = 0.0  # fine-tuning: 0.8 (0.9 for large); 0 turns it off
     layerwise_lr_decay_fix_off_by_one: bool = False  # True: top layer at decay^1 (issue #51)
 
     def validate(self) -> None:
+        if self.name not in OPTIMIZER_NAMES:
+            raise ConfigError(f"optimizer.name must be one of {', '.join(OPTIMIZER_NAMES)}, got "
+                              f"{self.name!r}")
         if not 0.0 <= self.layerwise_lr_decay <= 1.0:
             raise ConfigError(f"optimizer.layerwise_lr_decay must be in [0, 1], got "
                               f"{self.layerwise_lr_decay}")

@@ -131,7 +131,8 @@ def test_optimizer_defaults_match_original():
     assert opt.clip_norm == 1.0
     assert opt.warmup_steps == 10000
     assert opt.learning_rate == 5e-4
-    assert opt.bias_correction is False
+    # None: the optimizer's own default, for AdamW the original's Adam without bias correction
+    assert opt.name == "adamw" and opt.bias_correction is None
     assert opt.beta_1 == 0.9 and opt.beta_2 == 0.999
     assert opt.lr_decay_power == 1.0
 

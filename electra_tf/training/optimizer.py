@@ -1,4 +1,5 @@
-"""The original ELECTRA optimizer: BERT-style AdamW and a warmup x linear-decay LR schedule.
+"""The original ELECTRA optimizer: BERT-style AdamW and a warmup x linear-decay LR schedule
+(and LAMB, for large batches, on the same machinery).
 
 Follows `model/optimization.py` of google-research/electra: Adam without bias correction,
 epsilon outside the square root, decoupled weight decay scaled by the learning rate that skips
@@ -153,9 +154,15 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         pass  # in `update_step`, where the layer-wise learning rate of each variable is known
 
     def update_step(self, gradient, variable, learning_rate):
-        """m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; var -= lr_var (m / (sqrt(v) + eps) + wd var)."""
+        """var -= lr_var (m / (sqrt(v) + eps) + wd var); see `adam_update`."""
+        lr = ops.cast(learning_rate, variable.dtype) * self.layerwise_multiplier(variable)
+        self.assign_sub(variable, lr * self.adam_update(gradient, variable))
+
+    def adam_update(self, gradient, variable):
+        """Updates the moments (m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2) and returns the
+        update direction before the learning rate: m_hat / (sqrt(v_hat) + eps) + wd var (no wd
+        for excluded variables; m_hat = m without bias correction)."""
         dtype = variable.dtype
-        lr = ops.cast(learning_rate, dtype) * self.layerwise_multiplier(variable)
         gradient = ops.cast(ops.convert_to_tensor(gradient), dtype)  # IndexedSlices -> dense
         index = self._get_variable_index(variable)
         m, v = self._m[index], self._v[index]
@@ -171,7 +178,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         update = m_hat / (ops.sqrt(v_hat) + self.epsilon)
         if self.weight_decay is not None and self._use_weight_decay(variable):
             update = update + ops.cast(self.weight_decay, dtype) * variable
-        self.assign_sub(variable, lr * update)
+        return update
 
     @staticmethod
     def _one_minus_power(beta, t):
@@ -209,17 +216,71 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         return config
 
 
+# ---- LAMB --------------------------------------------------------------------------------------
+# LAMB (You et al. 2019, "Large Batch Optimization for Deep Learning", Algorithm 2), for the
+# large global batches of ELECTRA-Base and -Large pretraining.
+#
+# Per variable w with gradient g, at step t:
+#
+#     m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+#     r = m_hat / (sqrt(v_hat) + eps)     m_hat, v_hat bias-corrected (the paper; on by default)
+#     u = r + wd w                        (no wd for LayerNorm and bias variables)
+#     w -= lr_w * (||w|| / ||u||) u       (trust ratio 1 when either norm is 0, and for the
+#                                          variables excluded from weight decay, as NVIDIA's and
+#                                          Google's configurations exclude them from adaptation)
+#
+# `lr_w` is the scheduled rate times the layer-wise multiplier when layer-wise decay is on
+# (fine-tuning), as for `AdamWeightDecay`, whose machinery (decay exclusion by full variable
+# path, gradients summed over replicas before global clipping) LAMB shares.
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class LambWeightDecay(AdamWeightDecay):
+    """LAMB with decoupled weight decay and per-variable trust ratio; see the comment above.
+
+    Takes AdamWeightDecay's arguments; `bias_correction` defaults to True (the paper's)."""
+
+    def __init__(self, learning_rate=1e-3, weight_decay=0.01, beta_1=0.9, beta_2=0.999,
+                 epsilon=1e-6, bias_correction=True, name="lamb", **kwargs):
+        super().__init__(learning_rate=learning_rate, weight_decay=weight_decay, beta_1=beta_1,
+                         beta_2=beta_2, epsilon=epsilon, bias_correction=bias_correction,
+                         name=name, **kwargs)
+
+    def uses_adaptation(self, variable) -> bool:
+        """Whether the trust ratio scales this variable's update (not for the variables the
+        exclusion pattern keeps from weight decay: LayerNorm and biases by default)."""
+        return self._var_key(variable) not in self._path_excluded_keys
+
+    def update_step(self, gradient, variable, learning_rate):
+        dtype = variable.dtype
+        lr = ops.cast(learning_rate, dtype) * self.layerwise_multiplier(variable)
+        update = self.adam_update(gradient, variable)
+        if self.uses_adaptation(variable):
+            weight_norm = ops.sqrt(ops.sum(ops.square(variable)))
+            update_norm = ops.sqrt(ops.sum(ops.square(update)))
+            both_positive = ops.logical_and(weight_norm > 0, update_norm > 0)
+            ratio = ops.where(both_positive,
+                              weight_norm / ops.where(both_positive, update_norm, 1.0), 1.0)
+            update = ratio * update
+        self.assign_sub(variable, lr * update)
+
+
 def create_optimizer(config: OptimizerConfig, num_layers: int | None = None) -> AdamWeightDecay:
-    """The schedule and optimizer of the original, built from an `OptimizerConfig`.
+    """The schedule and optimizer of an `OptimizerConfig`: the original's AdamW, or LAMB
+    (`optimizer.name: lamb`, `LambWeightDecay`).
 
     `num_layers` (the encoder's depth) is needed when `config.layerwise_lr_decay` > 0.
+    `config.bias_correction` None means the optimizer's own default: off for AdamW (the
+    original's), on for LAMB (the paper's).
     """
     schedule = WarmupLinearDecay(config.learning_rate, decay_steps=config.train_steps,
                                  warmup_steps=config.warmup_steps, power=config.lr_decay_power)
-    return AdamWeightDecay(
+    optimizer_class = LambWeightDecay if config.name == "lamb" else AdamWeightDecay
+    bias_correction = ({} if config.bias_correction is None
+                       else {"bias_correction": config.bias_correction})
+    return optimizer_class(
         learning_rate=schedule, weight_decay=config.weight_decay or None,
-        beta_1=config.beta_1, beta_2=config.beta_2, epsilon=config.epsilon,
-        bias_correction=config.bias_correction,
+        beta_1=config.beta_1, beta_2=config.beta_2, epsilon=config.epsilon, **bias_correction,
         layerwise_lr_decay=config.layerwise_lr_decay, num_layers=num_layers,
         layerwise_lr_decay_fix_off_by_one=config.layerwise_lr_decay_fix_off_by_one,
         global_clipnorm=config.clip_norm if config.clip_norm > 0 else None)

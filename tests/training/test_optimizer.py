@@ -79,6 +79,14 @@ def make_block(seed=0):
     return block
 
 
+def adam_direction(m, v, g, t, bias_correction, b1, b2, eps):
+    """One step of Adam's moments at step t (from 1): (m, v, m_hat / (sqrt(v_hat) + eps))."""
+    m = b1 * m + (1 - b1) * g
+    v = b2 * v + (1 - b2) * g * g
+    m_hat, v_hat = (m / (1 - b1 ** t), v / (1 - b2 ** t)) if bias_correction else (m, v)
+    return m, v, m_hat / (np.sqrt(v_hat) + eps)
+
+
 def reference_adamw(params, grads_per_step, lrs, decayed, wd, bias_correction,
                     b1=0.9, b2=0.999, eps=1e-6):
     """NumPy (float64) version of the original's AdamWeightDecayOptimizer."""
@@ -87,12 +95,7 @@ def reference_adamw(params, grads_per_step, lrs, decayed, wd, bias_correction,
     v = [np.zeros_like(p) for p in params]
     for t, (grads, lr) in enumerate(zip(grads_per_step, lrs), start=1):
         for i, g in enumerate(grads):
-            m[i] = b1 * m[i] + (1 - b1) * g
-            v[i] = b2 * v[i] + (1 - b2) * g * g
-            m_hat, v_hat = m[i], v[i]
-            if bias_correction:
-                m_hat, v_hat = m[i] / (1 - b1 ** t), v[i] / (1 - b2 ** t)
-            update = m_hat / (np.sqrt(v_hat) + eps)
+            m[i], v[i], update = adam_direction(m[i], v[i], g, t, bias_correction, b1, b2, eps)
             if decayed[i]:
                 update = update + wd * params[i]
             params[i] = params[i] - lr * update
