@@ -194,6 +194,12 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         return context if context is not None and context.num_replicas_in_sync > 1 else None
 
     def _clip_gradients(self, grads):
+        # An embedding's gradient arrives as IndexedSlices with one row per looked-up token;
+        # Keras' global norm squares those rows one by one, so a token seen twice counts twice.
+        # The norm to clip by is the gradient's own (the original's on TPU, whose one-hot
+        # lookups give dense gradients), and with gradient accumulation it must not depend on
+        # how the batch was cut: densify first (the update densifies them anyway).
+        grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
         context = self._multi_replica_context()
         if context is not None:
             present = [g for g in grads if g is not None]

@@ -180,6 +180,20 @@ def test_global_clipnorm_clips_all_variables_together():
         np.testing.assert_allclose(c, g / norm, rtol=1e-5, atol=1e-7)
 
 
+def test_an_embedding_gradient_is_clipped_by_its_dense_norm():
+    """A token looked up twice: its IndexedSlices rows [1, 0] and [1, 0] sum to [2, 0], norm 2
+    (not sqrt(2), the norm of the rows taken one by one)."""
+    import tensorflow as tf
+
+    table = keras.Variable(np.zeros((3, 2), np.float32), name="word_embeddings")
+    gradient = tf.IndexedSlices(tf.constant([[1.0, 0.0], [1.0, 0.0]]), tf.constant([0, 0]),
+                                tf.constant([3, 2]))
+    opt = AdamWeightDecay(0.01, weight_decay=None, global_clipnorm=1.0)
+    opt.apply([gradient], [table])
+    np.testing.assert_allclose(opt._m[0].numpy(), [[0.1, 0.0], [0.0, 0.0], [0.0, 0.0]],
+                               rtol=1e-6)  # 0.1 x [2, 0] / 2
+
+
 def test_small_gradient_is_not_clipped():
     block = make_block()
     variables = block.trainable_variables
