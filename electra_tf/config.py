@@ -171,7 +171,8 @@ class RunConfig:
     """How a pretraining run is fed and driven: shapes, batch, vocabulary, checkpoints, logs."""
 
     max_seq_length: int = 128
-    train_batch_size: int = 128  # global, over all replicas
+    train_batch_size: int = 128  # global, over all replicas: the sequences of one update
+    gradient_accumulation_steps: int = 1  # micro-batches per update (same update, less memory)
     shuffle_buffer: int = 1000
     vocab_file: str = ""  # when set, vocab_size and special token ids are taken from it
     save_checkpoints_steps: int = 1000
@@ -183,10 +184,23 @@ class RunConfig:
 
     def validate(self) -> None:
         require_positive(self, "run", (
-            "max_seq_length", "train_batch_size", "shuffle_buffer", "save_checkpoints_steps",
-            "keep_checkpoint_max", "log_every_steps", "steps_per_execution", "eval_batches"))
+            "max_seq_length", "train_batch_size", "gradient_accumulation_steps",
+            "shuffle_buffer", "save_checkpoints_steps", "keep_checkpoint_max",
+            "log_every_steps", "steps_per_execution", "eval_batches"))
+        check_accumulation(self.train_batch_size, self.gradient_accumulation_steps, "run")
         if self.eval_every_steps < 0:
             raise ConfigError(f"run.eval_every_steps must be >= 0, got {self.eval_every_steps}")
+
+
+def check_accumulation(batch_size: int, accumulation_steps: int, prefix: str,
+                       replicas: int = 1) -> None:
+    """ConfigError unless the batch splits into `replicas` x `accumulation_steps` equal parts."""
+    if batch_size % (replicas * accumulation_steps):
+        across = f" on each of {replicas} replicas" if replicas > 1 else ""
+        raise ConfigError(
+            f"{prefix}.gradient_accumulation_steps {accumulation_steps} does not divide the "
+            f"batch{across}: {prefix}.train_batch_size {batch_size} must be a multiple of "
+            f"{replicas * accumulation_steps}")
 
 
 def require_positive(section, prefix: str, names) -> None:
@@ -237,6 +251,7 @@ class FinetuneRunConfig:
 
     max_seq_length: int = 128
     train_batch_size: int = 32
+    gradient_accumulation_steps: int = 1  # micro-batches per update (same update, less memory)
     eval_batch_size: int = 32
     num_train_epochs: float | None = None  # None: the task's (10 for RTE and STS-B, 3 otherwise)
     warmup_proportion: float = 0.1
@@ -258,8 +273,9 @@ class FinetuneRunConfig:
         if self.min_train_steps < 0:
             raise ConfigError(f"finetune.min_train_steps must be >= 0, got {self.min_train_steps}")
         require_positive(self, "finetune", (
-            "max_seq_length", "train_batch_size", "eval_batch_size", "log_every_steps",
-            "save_checkpoints_steps", "keep_checkpoint_max"))
+            "max_seq_length", "train_batch_size", "gradient_accumulation_steps",
+            "eval_batch_size", "log_every_steps", "save_checkpoints_steps", "keep_checkpoint_max"))
+        check_accumulation(self.train_batch_size, self.gradient_accumulation_steps, "finetune")
         if self.max_seq_length < 3:
             raise ConfigError("finetune.max_seq_length must be at least 3 ([CLS] a [SEP])")
         if self.num_train_epochs is not None and self.num_train_epochs <= 0:

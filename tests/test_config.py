@@ -361,3 +361,29 @@ def test_untied_generator_embeddings_use_generator_width():
     assert model.embedding_size == 128  # discriminator unchanged
     tied = load_config("model/small").model.generator_config()
     assert tied.embedding_size == 128
+
+
+def test_gradient_accumulation_steps_must_divide_the_batch():
+    from electra_tf.config import ConfigError, ElectraConfig, apply_overrides
+
+    config = apply_overrides(ElectraConfig(), ["run.train_batch_size=64",
+                                               "run.gradient_accumulation_steps=8"]).validate()
+    assert config.run.gradient_accumulation_steps == 8
+    assert ElectraConfig().run.gradient_accumulation_steps == 1
+    with pytest.raises(ConfigError, match="run.gradient_accumulation_steps 5 does not divide the "
+                                          "batch: run.train_batch_size 64 must be a multiple of 5"):
+        apply_overrides(ElectraConfig(), ["run.train_batch_size=64",
+                                          "run.gradient_accumulation_steps=5"]).validate()
+    with pytest.raises(ConfigError, match="run.gradient_accumulation_steps must be positive"):
+        apply_overrides(ElectraConfig(), ["run.gradient_accumulation_steps=0"]).validate()
+
+
+def test_fine_tuning_gradient_accumulation_steps_must_divide_the_batch():
+    from electra_tf.config import ConfigError, FinetuneConfig, apply_overrides
+
+    assert apply_overrides(FinetuneConfig(), ["finetune.gradient_accumulation_steps=4"]
+                           ).validate().finetune.gradient_accumulation_steps == 4
+    with pytest.raises(ConfigError, match="finetune.gradient_accumulation_steps 3 does not divide "
+                                          "the batch: finetune.train_batch_size 32"):
+        apply_overrides(FinetuneConfig(), ["finetune.gradient_accumulation_steps=3"]).validate()
+

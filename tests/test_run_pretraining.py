@@ -118,6 +118,26 @@ def test_mirrored_run_trains_and_checkpoints(fixture_data, tmp_path):
 
 
 @pytest.mark.slow
+def test_mirrored_run_accumulates_micro_batches(fixture_data, tmp_path):
+    data, vocab = fixture_data
+    mirrored = ["--strategy", "mirrored", "--cpu_devices", "2", "--noexport"]
+    refused = run_cli(cli_args(data, vocab, tmp_path / "refused", 10, *mirrored, "--override",
+                               "run.train_batch_size=12", "--override",
+                               "run.gradient_accumulation_steps=4"))
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert ("run.gradient_accumulation_steps 4 does not divide the batch on each of 2 replicas: "
+            "run.train_batch_size 12 must be a multiple of 8") in refused.stderr
+    assert not (tmp_path / "refused").exists()
+
+    result = run_cli(cli_args(data, vocab, tmp_path / "run", 10, *mirrored, "--override",
+                              "run.gradient_accumulation_steps=2"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "on 2 replica(s), global batch 8 (2 micro-batches of 4 per update)" in result.stderr
+    assert "step 10/10" in result.stderr  # steps are updates
+    assert tf.train.latest_checkpoint(str(tmp_path / "run" / "checkpoints")).endswith("ckpt-10")
+
+
+@pytest.mark.slow
 def test_init_checkpoint_continues_from_existing_weights(fixture_data, tmp_path):
     data, vocab = fixture_data
     first = run_in_process(cli_args(data, vocab, tmp_path / "first", 10, "--noexport"))

@@ -365,3 +365,13 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(fixture_data, 
     assert "resuming from" in output
     assert "non-finite" in error and "ckpt-10" in error, error
     assert not (model_dir / "export").exists()
+
+
+def test_accumulation_steps_that_do_not_divide_the_batch(fixture_data, tmp_path):
+    data, vocab = fixture_data
+    model_dir = tmp_path / "model"
+    error, _ = _run_refused(cli_args(data, vocab, model_dir, 20, "--override",
+                                     "run.gradient_accumulation_steps=3"))
+    assert ("run.gradient_accumulation_steps 3 does not divide the batch: "
+            "run.train_batch_size 8 must be a multiple of 3") in error, error
+    assert not model_dir.exists()

@@ -34,6 +34,7 @@ import dataclasses
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 
@@ -48,7 +49,9 @@ console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loa
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("size", "small", "Model config: tiny, small, base, large, or a YAML path.")
-flags.DEFINE_integer("batch", 32, "Global batch size (sequences).")
+flags.DEFINE_integer("batch", 32, "Global batch size (sequences of one update).")
+flags.DEFINE_integer("gradient_accumulation_steps", 1, "pretrain: micro-batches per update "
+                     "(--batch must be a multiple); the rates still count whole updates.")
 flags.DEFINE_integer("seq", 128, "Sequence length.")
 flags.DEFINE_integer("steps", 10, "Timed steps; the median is reported.")
 flags.DEFINE_integer("warmup", 2, "Untimed steps after compilation.")
@@ -82,6 +85,12 @@ MATMUL_DTYPES = {"float32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 def main(argv):
     del argv
+    accumulation = FLAGS.gradient_accumulation_steps
+    if accumulation < 1 or FLAGS.batch % accumulation:
+        sys.exit(f"error: --gradient_accumulation_steps {accumulation} must be positive and "
+                 f"divide --batch {FLAGS.batch}")
+    if accumulation > 1 and FLAGS.task != "pretrain":
+        sys.exit("error: --gradient_accumulation_steps is for --task pretrain")
     import keras
     import tensorflow as tf
 
@@ -98,6 +107,7 @@ def main(argv):
     record = {"impl": f"electra_tf keras {keras.__version__} tf {tf.__version__}"
                       + (" xla" if jit_compile and FLAGS.task != "infer" else ""),
               "task": FLAGS.task, "size": FLAGS.size, "batch": FLAGS.batch, "seq": FLAGS.seq,
+              "gradient_accumulation_steps": FLAGS.gradient_accumulation_steps,
               "precision": FLAGS.precision, "threads": FLAGS.threads or "default"}
     if FLAGS.peak:  # before the model exists, so nothing else competes for the cores
         dtypes = dict.fromkeys(["float32", MATMUL_DTYPES[FLAGS.precision]])
@@ -207,6 +217,7 @@ def _pretrain(config, jit_compile):
     batch.update(input_mask=tf.constant(mask), segment_ids=tf.zeros_like(ids))
 
     def training_step(model):
+        model.gradient_accumulation_steps = FLAGS.gradient_accumulation_steps
         model.compile(optimizer=create_optimizer(config.optimizer), jit_compile=jit_compile)
         return lambda: model.train_on_batch(batch)
 

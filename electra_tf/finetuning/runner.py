@@ -23,7 +23,7 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf import run_directory
-from electra_tf.config import FinetuneConfig
+from electra_tf.config import FinetuneConfig, check_accumulation
 from electra_tf.finetuning import kinds
 from electra_tf.finetuning.common import FinetuneError, TaskJob
 from electra_tf.finetuning.source import EncoderSource, restore_encoder
@@ -123,6 +123,8 @@ def run_trial(job: TaskJob, config: FinetuneConfig, trial_dir: str, seed: int, *
         logging.info("%s is finished; keeping its results", trial_dir)
         return previous
     run = config.finetune
+    check_accumulation(run.train_batch_size, run.gradient_accumulation_steps, "finetune",
+                       strategy.num_replicas_in_sync)
     per_epoch, total, warmup = steps_for(job, config)
     optimizer_config = dataclasses.replace(config.optimizer, train_steps=total, warmup_steps=warmup)
     tf.io.gfile.makedirs(trial_dir)
@@ -153,8 +155,13 @@ def run_trial(job: TaskJob, config: FinetuneConfig, trial_dir: str, seed: int, *
         return [DevEvaluation(lambda: evaluate_all(model), total, start,
                               run.eval_every_steps or per_epoch, log_dir, history, save_results)]
 
+    def build_model():
+        model = job.build_model()
+        model.gradient_accumulation_steps = run.gradient_accumulation_steps
+        return model
+
     result = loop.run_training(
-        strategy=strategy, seed=seed, build_model=job.build_model,
+        strategy=strategy, seed=seed, build_model=build_model,
         make_optimizer=lambda: create_optimizer(optimizer_config, config.model.num_layers),
         jit_compile=jit_compile, checkpoint_dir=run_directory.checkpoints_dir(trial_dir),
         keep_checkpoint_max=run.keep_checkpoint_max, total_steps=total,
@@ -164,7 +171,9 @@ def run_trial(job: TaskJob, config: FinetuneConfig, trial_dir: str, seed: int, *
         make_dataset=lambda start: job.train_dataset(run.train_batch_size, seed, start),
         describe=lambda start: (f"fine-tuning {job.name} ({trial_dir}), seed {seed}: {total} "
                                 f"steps ({per_epoch} per epoch, warmup {warmup}), batch "
-                                f"{run.train_batch_size}"),
+                                f"{run.train_batch_size}"
+                                + (f" in {run.gradient_accumulation_steps} micro-batches"
+                                   if run.gradient_accumulation_steps > 1 else "")),
         initialize=initialize, make_callbacks=dev_evaluation, metric_names=job.metric_names)
     model, run_checkpoint = result.model, result.checkpoint
     if result.status == "non_finite":

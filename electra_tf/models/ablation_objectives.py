@@ -138,18 +138,17 @@ class CorruptedInputMlmPretrainer(ElectraPretrainer):
         return tf.cast(self.mlm_head(hidden, mask_positions=tf.cast(positions, tf.int32)),
                        tf.float32)
 
-    def loss_terms(self, batch, outputs):
+    def loss_terms(self, batch):
         name = self.objective.variant
-        terms = super().loss_terms(batch, outputs)
-        terms[name] = (self.objective.disc_weight, outputs[f"{name}_xent"],
-                       outputs[f"{name}_weights"])
+        terms = super().loss_terms(batch)
+        key = "masked_lm_weights" if self.copy_head is None else "input_mask"  # as in the outputs
+        terms[name] = (self.objective.disc_weight, f"{name}_xent", tf.cast(batch[key], tf.float32))
         return terms
 
-    def update_metric_states(self, by_name, batch, outputs, losses):
-        super().update_metric_states(by_name, batch, outputs, losses)
+    def update_metric_states(self, by_name, batch, outputs):
+        super().update_metric_states(by_name, batch, outputs)
         name = self.objective.variant
         weights = outputs[f"{name}_weights"]
-        by_name[f"{name}_loss"].update_state(losses[f"{name}_loss"])
         by_name[f"{name}_accuracy"].update_state(outputs[f"{name}_correct"], sample_weight=weights)
         if self.copy_head is not None:
             by_name["copy_gate_mean"].update_state(tf.sigmoid(outputs["copy_logits"]),

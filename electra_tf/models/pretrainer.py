@@ -31,6 +31,7 @@ import tensorflow as tf
 
 from electra_tf import presets
 from electra_tf.config import ModelConfig, ObjectiveConfig
+from electra_tf.models.accumulation import accumulated_gradients
 from electra_tf.models.encoder import ElectraEncoder, make_embeddings
 from electra_tf.models.heads import DiscriminatorHead, make_generator_head
 from electra_tf.models.replicated import ReplicatedModel, cross_replica_sum
@@ -38,6 +39,14 @@ from electra_tf.models.sampling import sample_token_ids
 
 BATCH_KEYS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
               "masked_lm_weights")
+NOISE_KEY = "sampling_noise"  # train_step's uniform noise [batch, N], cut with the batch
+
+
+def chosen_slots(positions, weights, seq_length):
+    """int32 [batch, N, seq]: one-hot of each masked slot's position, zero for padding slots
+    (weight 0)."""
+    chosen = tf.one_hot(tf.cast(positions, tf.int32), seq_length, dtype=tf.int32)
+    return chosen * tf.cast(tf.cast(weights, tf.float32) > 0, tf.int32)[:, :, None]
 
 
 def _replica_position():
@@ -175,14 +184,10 @@ class ElectraPretrainer(ReplicatedModel):
         segment_ids = tf.cast(batch["segment_ids"], tf.int32)
         disc_logits = self.discriminator_logits(
             outputs["corrupted_ids"], input_mask, segment_ids, training)
-        # ELECTRA 15% (paper Table 5) learns from the chosen positions only.
-        disc_weights = outputs["is_chosen"] if self.objective.variant == "electra_15" else (
-            tf.cast(input_mask, tf.float32))
         outputs.update(
             disc_logits=disc_logits,
             disc_xent=tf.nn.sigmoid_cross_entropy_with_logits(
                 labels=outputs["disc_labels"], logits=disc_logits),
-            disc_weights=disc_weights,
         )
         return outputs
 
@@ -218,11 +223,13 @@ class ElectraPretrainer(ReplicatedModel):
             return outputs
 
         # 2. Sample a replacement for every masked slot; no gradient flows through the sample.
-        sampled = self._sample(tf.stop_gradient(mlm_logits), original_at_positions, step)
+        noise = batch.get(NOISE_KEY)
+        if noise is None:
+            noise = self.sampling_noise(batch, step)
+        sampled = self._sample(tf.stop_gradient(mlm_logits), original_at_positions, noise)
 
         # 3. Corrupt the originals at every chosen position; label what actually changed.
-        chosen = tf.one_hot(positions, tf.shape(masked_ids)[1], dtype=tf.int32)
-        chosen *= tf.cast(weights > 0, tf.int32)[:, :, None]  # [batch, N, seq]
+        chosen = chosen_slots(positions, weights, tf.shape(masked_ids)[1])  # [batch, N, seq]
         is_chosen = tf.reduce_max(chosen, axis=1) > 0  # [batch, seq]
         original_ids = tf.where(
             is_chosen, tf.reduce_sum(chosen * original_at_positions[:, :, None], axis=1), masked_ids)
@@ -238,45 +245,74 @@ class ElectraPretrainer(ReplicatedModel):
         )
         return outputs
 
-    def _sample(self, mlm_logits, original_ids, step):
-        """Draws ids [batch, N] from softmax(logits / temperature), keyed by (seed, step)."""
+    def sampling_noise(self, batch, step):
+        """This replica's rows [batch, N] of the global batch's uniform noise, keyed by
+        (objective seed, step): the same samples whatever the number of replicas."""
+        replica, num_replicas = _replica_position()
+        shape = tf.shape(batch["masked_lm_positions"])
+        batch_size, num_slots = shape[0], shape[1]
+        seed = tf.stack([tf.constant(self.objective.seed, tf.int64), tf.cast(step, tf.int64)])
+        uniform = tf.random.stateless_uniform([num_replicas * batch_size, num_slots], seed=seed)
+        return tf.slice(uniform, [replica * batch_size, 0], [batch_size, num_slots])
+
+    def _sample(self, mlm_logits, original_ids, noise):
+        """Draws ids [batch, N] from softmax(logits / temperature) with uniform `noise`."""
         logits = mlm_logits / self.objective.temperature
         if self.objective.disallow_correct:
             logits -= 1000.0 * tf.one_hot(original_ids, tf.shape(logits)[-1])
-        replica, num_replicas = _replica_position()
-        batch_size, num_slots = tf.shape(logits)[0], tf.shape(logits)[1]
-        seed = tf.stack([tf.constant(self.objective.seed, tf.int64), tf.cast(step, tf.int64)])
-        uniform = tf.random.stateless_uniform([num_replicas * batch_size, num_slots], seed=seed)
-        uniform = tf.slice(uniform, [replica * batch_size, 0], [batch_size, num_slots])
-        return sample_token_ids(logits, uniform)
+        return sample_token_ids(logits, noise)
 
-    def loss_terms(self, batch, outputs):
-        """{name: (weight, per-token loss, per-token weights)}: the loss is the sum over names of
-        weight * (batch-global weighted mean of the per-token loss)."""
+    def loss_terms(self, batch):
+        """{name: (weight, key of the per-token loss in the outputs, per-token weights)}: the
+        loss is the sum over names of weight * (the batch-global weighted mean of the per-token
+        loss). The token weights come from the batch alone, so a mean's denominator is known
+        before any network runs."""
         terms = {}
         if self.generator is not None:
-            terms["mlm"] = (self.objective.gen_weight, outputs["mlm_xent"],
+            terms["mlm"] = (self.objective.gen_weight, "mlm_xent",
                             tf.cast(batch["masked_lm_weights"], tf.float32))
         if self.discriminator is not None:
-            terms["disc"] = (self.objective.disc_weight, outputs["disc_xent"],
-                             outputs["disc_weights"])
+            if self.objective.variant == "electra_15":  # the chosen positions only
+                chosen = chosen_slots(batch["masked_lm_positions"], batch["masked_lm_weights"],
+                                      tf.shape(batch["input_ids"])[1])
+                token_weights = tf.cast(tf.reduce_max(chosen, axis=1) > 0, tf.float32)
+            else:  # every non-pad token
+                token_weights = tf.cast(batch["input_mask"], tf.float32)
+            terms["disc"] = (self.objective.disc_weight, "disc_xent", token_weights)
         return terms
 
-    def compute_losses(self, batch, outputs):
-        """Step 5. Returns this replica's share of the loss (to differentiate) and global means."""
-        terms = self.loss_terms(batch, outputs)
-        local_sums = []
-        for _, per_token, token_weights in terms.values():
-            local_sums += [tf.reduce_sum(per_token * token_weights), tf.reduce_sum(token_weights)]
-        global_sums = tf.unstack(cross_replica_sum(tf.stop_gradient(tf.stack(local_sums))))
+    def loss_denominators(self, batch):
+        """{term: the sum of its token weights over the global batch (all replicas)}."""
+        names, sums = zip(*((name, tf.reduce_sum(token_weights))
+                            for name, (_, _, token_weights) in self.loss_terms(batch).items()))
+        return dict(zip(names, tf.unstack(cross_replica_sum(tf.stack(sums)))))
 
-        # "*_share": this replica's part of the global mean, differentiable; the rest: the
-        # global values to report (identical on every replica, no gradient).
-        losses = {"loss_share": 0.0, "loss": 0.0}
-        for i, (name, (weight, _, _)) in enumerate(terms.items()):
-            losses[f"{name}_share"] = local_sums[2 * i] / (global_sums[2 * i + 1] + 1e-6)
-            losses[f"{name}_loss"] = global_sums[2 * i] / (global_sums[2 * i + 1] + 1e-6)
+    def compute_losses(self, batch, outputs, denominators=None):
+        """Step 5. Returns this replica's differentiable share of the loss ("loss_share", and
+        of each term, "<term>_share") and its weighted sum of each term ("<term>_sum", no gradient); and, when `denominators` is
+        None (a whole batch, not a micro-batch of a larger one whose `loss_denominators` are
+        given), the global means to report ("loss", "<term>_loss")."""
+        whole_batch = denominators is None
+        if whole_batch:
+            denominators = self.loss_denominators(batch)
+        losses = {"loss_share": 0.0}
+        for name, (weight, key, token_weights) in self.loss_terms(batch).items():
+            local_sum = tf.reduce_sum(outputs[key] * token_weights)
+            losses[f"{name}_share"] = local_sum / (denominators[name] + 1e-6)
             losses["loss_share"] += weight * losses[f"{name}_share"]
+            losses[f"{name}_sum"] = tf.stop_gradient(local_sum)
+        if whole_batch:
+            losses.update(self.global_losses(batch, losses, denominators))
+        return losses
+
+    def global_losses(self, batch, sums, denominators):
+        """{"loss", "<term>_loss"}: the global means over `batch` from this replica's
+        "<term>_sum"s (summed over its micro-batches) and the batch's `denominators`."""
+        terms = self.loss_terms(batch)
+        totals = tf.unstack(cross_replica_sum(tf.stack([sums[f"{name}_sum"] for name in terms])))
+        losses = {"loss": 0.0}
+        for (name, (weight, _, _)), total in zip(terms.items(), totals):
+            losses[f"{name}_loss"] = total / (denominators[name] + 1e-6)
             losses["loss"] += weight * losses[f"{name}_loss"]
         return losses
 
@@ -287,32 +323,51 @@ class ElectraPretrainer(ReplicatedModel):
         return self.compute_objective(inputs, step=0, training=training)
 
     def train_step(self, data):
+        """One optimizer update from this replica's batch, in `gradient_accumulation_steps`
+        micro-batches (`accumulation.py`): the sampling noise and the loss denominators are
+        the whole batch's, so k micro-batches update exactly as the batch at once."""
         batch, _, _ = keras.utils.unpack_x_y_sample_weight(data)
-        with tf.GradientTape() as tape:
-            outputs = self.compute_objective(batch, self.optimizer.iterations, training=True)
-            losses = self.compute_losses(batch, outputs)
-            scaled_loss = self.optimizer.scale_loss(losses["loss_share"])
+        step = self.optimizer.iterations
+        if self.objective.electra_objective:
+            batch = {**batch, NOISE_KEY: self.sampling_noise(batch, step)}
+        denominators = self.loss_denominators(batch)
+        by_name = {m.name: m for m in self.tracked_metrics}
+
+        def micro_batch_loss(micro_batch):
+            outputs = self.compute_objective(micro_batch, step, training=True)
+            losses = self.compute_losses(micro_batch, outputs, denominators)
+            self.update_metric_states(by_name, micro_batch, outputs)
+            sums = {key: value for key, value in losses.items() if key.endswith("_sum")}
+            return self.optimizer.scale_loss(losses["loss_share"]), sums
+
         variables = self.trainable_variables
-        self.optimizer.apply(tape.gradient(scaled_loss, variables), variables)
-        return self._update_metrics(batch, outputs, losses)
+        gradients, sums = accumulated_gradients(micro_batch_loss, batch,
+                                                self.gradient_accumulation_steps, variables)
+        self.optimizer.apply(gradients, variables)
+        return self._finish_step(by_name, self.global_losses(batch, sums, denominators))
 
     def test_step(self, data):
         batch, _, _ = keras.utils.unpack_x_y_sample_weight(data)
         # Evaluation noise is keyed by the batch's content: deterministic, different per batch.
         step = -1 - tf.reduce_sum(tf.cast(batch["input_ids"], tf.int64))
         outputs = self.compute_objective(batch, step, training=False)
-        return self._update_metrics(batch, outputs, self.compute_losses(batch, outputs))
+        by_name = {m.name: m for m in self.tracked_metrics}
+        self.update_metric_states(by_name, batch, outputs)
+        return self._finish_step(by_name, self.compute_losses(batch, outputs))
 
-    def _update_metrics(self, batch, outputs, losses):
-        self.update_metric_states({m.name: m for m in self.tracked_metrics}, batch, outputs, losses)
+    def _finish_step(self, by_name, losses):
+        """Updates the loss metrics ("loss", "<term>_loss") with the step's global means and
+        returns the logs."""
+        for name, value in losses.items():
+            if name in by_name:
+                by_name[name].update_state(value)
         return self.logged({m.name: m.result() for m in self.tracked_metrics})
 
-    def update_metric_states(self, by_name, batch, outputs, losses):
-        """Updates the metrics `by_name` (those of `_make_metrics`) with one step's tensors."""
+    def update_metric_states(self, by_name, batch, outputs):
+        """Updates the per-token metrics `by_name` (those of `_make_metrics` but the losses)
+        with one (micro-)batch's tensors."""
         weights = tf.cast(batch["masked_lm_weights"], tf.float32)
-        by_name["loss"].update_state(losses["loss"])
         if self.generator is not None:
-            by_name["mlm_loss"].update_state(losses["mlm_loss"])
             by_name["mlm_accuracy"].update_state(outputs["mlm_correct"], sample_weight=weights)
         if self.objective.electra_objective:
             by_name["sampled_accuracy"].update_state(outputs["sampled_correct"], sample_weight=weights)
@@ -322,7 +377,6 @@ class ElectraPretrainer(ReplicatedModel):
             token_mask = tf.cast(batch["input_mask"], tf.float32)
             labels, logits = outputs["disc_labels"], outputs["disc_logits"]
             probs = tf.sigmoid(logits)
-            by_name["disc_loss"].update_state(losses["disc_loss"])
             by_name["disc_accuracy"].update_state(
                 tf.cast(tf.equal(tf.cast(logits > 0, tf.float32), labels), tf.float32),
                 sample_weight=token_mask)

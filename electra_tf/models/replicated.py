@@ -13,7 +13,14 @@ def cross_replica_sum(value):
 
 
 class ReplicatedModel(keras.Model):
-    """A model that creates its variables in `__init__` and trains with dict batches."""
+    """A model that creates its variables in `__init__` and trains with dict batches.
+
+    `gradient_accumulation_steps` (k, default 1): each training step's batch runs as k
+    micro-batches of batch / k (`accumulation.py`) and makes one optimizer update, equal to
+    the update of the whole batch; set it before `fit` (`run.gradient_accumulation_steps`,
+    `finetune.gradient_accumulation_steps`)."""
+
+    gradient_accumulation_steps = 1
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         # Keras pulls a batch and averages it across replicas to trace a build, which fails on

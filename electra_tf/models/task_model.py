@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from electra_tf import presets
 from electra_tf.config import ModelConfig
+from electra_tf.models.accumulation import accumulated_gradients
 from electra_tf.models.encoder import ElectraEncoder, make_embeddings
 from electra_tf.models.replicated import ReplicatedModel, cross_replica_sum
 
@@ -81,14 +82,26 @@ class TaskModel(ReplicatedModel):
         return inputs, labels, tf.cast(sample_weight, tf.float32)
 
     def train_step(self, data):
+        """One optimizer update from this replica's batch, in `gradient_accumulation_steps`
+        micro-batches (`accumulation.py`) whose losses divide by the whole batch's count."""
         inputs, labels, sample_weight = self._unpack(data)
-        with tf.GradientTape() as tape:
+        global_count = tf.maximum(cross_replica_sum(tf.reduce_sum(sample_weight)), 1.0)
+
+        def micro_batch_loss(micro_batch):
+            inputs, labels, sample_weight = micro_batch
             outputs = self.training_outputs(inputs, labels, training=True)
-            share, mean_loss = self._loss(labels, outputs, sample_weight)
-            scaled = self.optimizer.scale_loss(share)
+            local_sum = tf.reduce_sum(self.per_example_loss(labels, outputs) * sample_weight)
+            share = local_sum if self.loss_reduction == "sum" else local_sum / global_count
+            self.update_task_metrics(labels, outputs, sample_weight)
+            return self.optimizer.scale_loss(share), tf.stop_gradient(local_sum)
+
         variables = self.trainable_variables
-        self.optimizer.apply(tape.gradient(scaled, variables), variables)
-        return self._update_metrics(labels, outputs, sample_weight, mean_loss)
+        gradients, local_sum = accumulated_gradients(
+            micro_batch_loss, (inputs, labels, sample_weight), self.gradient_accumulation_steps,
+            variables)
+        self.optimizer.apply(gradients, variables)
+        self.loss_tracker.update_state(cross_replica_sum(local_sum) / global_count)
+        return self.logged({m.name: m.result() for m in self.metrics})
 
     def test_step(self, data):
         inputs, labels, sample_weight = self._unpack(data)

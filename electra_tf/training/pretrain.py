@@ -24,7 +24,7 @@ import tensorflow as tf
 from absl import logging
 
 from electra_tf import run_directory
-from electra_tf.config import ElectraConfig, ObjectiveConfig, load_config
+from electra_tf.config import ElectraConfig, ObjectiveConfig, check_accumulation, load_config
 from electra_tf.pretraining_data import pipeline, run_vocabulary
 from electra_tf.pretraining_data import builder as pretraining_data, corpus
 from electra_tf.text import vocab_learning
@@ -225,6 +225,8 @@ def pretrain(*, config: str | None = None, data: str | None = None,
     check_model_dir(model_dir, run_config)
     if isinstance(strategy, str):
         strategy = distribution.make_strategy(strategy, tpu)
+    check_accumulation(run_config.run.train_batch_size, run_config.run.gradient_accumulation_steps,
+                       "run", strategy.num_replicas_in_sync)
     previous_policy = keras.mixed_precision.dtype_policy()
     keras.mixed_precision.set_dtype_policy(distribution.DTYPE_POLICIES[mixed_precision])
     try:  # the model keeps its policy; the caller's global one is left as it was
@@ -274,16 +276,25 @@ def _train(config, config_name, strategy, model_dir, files, eval_files, init_che
             shuffle_buffer=config.run.shuffle_buffer)
 
     def describe(start):
+        accumulation = config.run.gradient_accumulation_steps
+        micro = (f" ({accumulation} micro-batches of "
+                 f"{config.run.train_batch_size // accumulation} per update)"
+                 if accumulation > 1 else "")
         return (f"training {config_name} ({type(strategy).__name__}, "
                 f"{'XLA' if jit_compile else 'no XLA'}) from step {start} to {total}"
                 f"{f' of {schedule_steps}' if total < schedule_steps else ''} on "
                 f"{strategy.num_replicas_in_sync} replica(s), global batch "
-                f"{config.run.train_batch_size}")
+                f"{config.run.train_batch_size}{micro}")
+
+    def build_model():
+        model = build_pretrainer(config.model, config.objective)
+        model.gradient_accumulation_steps = config.run.gradient_accumulation_steps
+        return model
 
     try:
         result = loop.run_training(
             strategy=strategy, seed=config.objective.seed,
-            build_model=lambda: build_pretrainer(config.model, config.objective),
+            build_model=build_model,
             make_optimizer=lambda: create_optimizer(config.optimizer), jit_compile=jit_compile,
             steps_per_execution=config.run.steps_per_execution,
             checkpoint_dir=run_directory.checkpoints_dir(write_dir),

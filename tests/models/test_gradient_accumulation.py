@@ -1,0 +1,203 @@
+"""Gradient accumulation: k micro-batches make the update of the whole batch, for every
+pretraining objective, on one device and under a MirroredStrategy (dropout off: it is not the
+subject, and its masks are drawn per call).
+
+The optimizer in these tests is AdamW with epsilon 1e-2 instead of 1e-6. Summing 4 x 8 rows
+instead of 32 rounds differently (the gradients agree to about 1e-6 of their largest element,
+as the first test checks), and Adam divides a gradient element near zero by about epsilon: at
+1e-6 a rounding-level difference in such an element can move its weight by a whole step, and
+rounding differs between CPUs. (At 1e-6 these tests passed too on a 2-core AMD EPYC.) At 1e-2
+the weights show whether the updates are the same on any machine."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf.models import build_pretrainer
+from electra_tf.models.accumulation import accumulated_gradients, split_micro_batches
+from electra_tf.models.pretrainer import NOISE_KEY
+from electra_tf.training.optimizer import create_optimizer
+from tests.models.helpers import (fast_optimizer_config, masked_batch, objective, random_ids,
+                                  tiny_model_config)
+
+UPDATES, BATCH, LENGTH = 3, 32, 24
+
+
+def _batches():
+    """Rows of different lengths, so every micro-batch has its own token counts: per-micro-batch
+    means would weigh the tokens differently from the whole batch's mean."""
+    batches = []
+    for update in range(UPDATES):
+        ids, mask = random_ids(BATCH, LENGTH, seed=10 + update)
+        batches.append(masked_batch(ids, mask, seed=update))
+    counts = mask.reshape(4, -1).sum(axis=1)
+    assert len(set(counts.tolist())) > 1
+    return batches
+
+
+def _dataset(batches):
+    return tf.data.Dataset.from_tensor_slices(
+        {key: np.stack([b[key] for b in batches]) for key in batches[0]})
+
+
+def _pretrainer(objective_config, weights=None, accumulation=1, strategy=None, **optimizer):
+    optimizer = {"epsilon": 1e-2, **optimizer}
+    config = tiny_model_config(hidden_dropout=0.0, attention_dropout=0.0)
+    with (strategy or tf.distribute.get_strategy()).scope():
+        model = build_pretrainer(config, objective_config)
+        if weights is not None:
+            model.set_weights(weights)
+        model.gradient_accumulation_steps = accumulation
+        model.compile(optimizer=create_optimizer(fast_optimizer_config(**optimizer)),
+                      jit_compile=False)
+    return model
+
+
+OBJECTIVES = {
+    "electra": objective(),
+    "electra_uniform": objective(uniform_generator=True),
+    "electra_15": objective(variant="electra_15"),
+    "mlm_baseline": objective(electra_objective=False),
+    "all_tokens_mlm": objective(variant="all_tokens_mlm"),
+}
+
+
+def test_the_accumulated_gradient_is_the_whole_batchs():
+    keras.utils.set_random_seed(0)
+    model = _pretrainer(OBJECTIVES["electra"])
+    batch = {key: tf.constant(value) for key, value in _batches()[0].items()}
+    batch[NOISE_KEY] = model.sampling_noise(batch, 5)
+    denominators = model.loss_denominators(batch)
+
+    def loss_fn(micro_batch):
+        losses = model.compute_losses(micro_batch, model.compute_objective(
+            micro_batch, 5, training=True), denominators)
+        return losses["loss_share"], {key: losses[key] for key in ("mlm_sum", "disc_sum")}
+
+    variables = model.trainable_variables
+    whole, whole_sums = accumulated_gradients(loss_fn, batch, 1, variables)
+    parts, part_sums = accumulated_gradients(loss_fn, batch, 4, variables)
+    for key in whole_sums:  # the same samples, so the same losses
+        np.testing.assert_allclose(part_sums[key], whole_sums[key], rtol=1e-6, err_msg=key)
+    for variable, a, b in zip(variables, whole, parts):
+        a, b = tf.convert_to_tensor(a).numpy(), tf.convert_to_tensor(b).numpy()
+        np.testing.assert_allclose(b, a, rtol=0, atol=1e-5 * np.abs(a).max() + 1e-12,
+                                   err_msg=variable.path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(OBJECTIVES))
+def test_four_micro_batches_of_eight_update_as_one_batch_of_32(name):
+    batches = _batches()
+    keras.utils.set_random_seed(0)
+    whole = _pretrainer(OBJECTIVES[name])
+    accumulated = _pretrainer(OBJECTIVES[name], whole.get_weights(), accumulation=4)
+    whole_logs = whole.fit(_dataset(batches), epochs=1, verbose=0).history
+    accumulated_logs = accumulated.fit(_dataset(batches), epochs=1, verbose=0).history
+
+    assert int(accumulated.optimizer.iterations.numpy()) == UPDATES  # updates, not micro-batches
+    for a, b in zip(whole.trainable_variables, accumulated.trainable_variables):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), atol=1e-5, rtol=0, err_msg=a.path)
+    for key, values in whole_logs.items():  # losses and token metrics alike
+        np.testing.assert_allclose(accumulated_logs[key], values, rtol=1e-5, atol=1e-6,
+                                   err_msg=key)
+
+
+@pytest.mark.slow
+def test_the_mirrored_strategy_accumulates_over_replicas_and_micro_batches():
+    batches = _batches()
+    keras.utils.set_random_seed(0)
+    one = _pretrainer(OBJECTIVES["electra"])
+    two = _pretrainer(OBJECTIVES["electra"], one.get_weights(), accumulation=2,
+                      strategy=tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
+    one_logs = one.fit(_dataset(batches), epochs=1, verbose=0).history
+    two_logs = two.fit(_dataset(batches), epochs=1, verbose=0).history  # 2 x 2 x 8 rows
+    for a, b in zip(one.trainable_variables, two.trainable_variables):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), atol=1e-5, rtol=0, err_msg=a.path)
+    for key in ("loss", "mlm_loss", "disc_loss", "disc_auc"):
+        np.testing.assert_allclose(two_logs[key], one_logs[key], rtol=1e-5, err_msg=key)
+
+
+def test_gradients_are_clipped_after_accumulation():
+    batches = _batches()
+    keras.utils.set_random_seed(0)
+    # a clip norm far below the gradient's: clipping the micro-batches' gradients one by one
+    # would move the weights differently
+    whole = _pretrainer(OBJECTIVES["electra"], clip_norm=1e-3)
+    accumulated = _pretrainer(OBJECTIVES["electra"], whole.get_weights(), accumulation=4,
+                              clip_norm=1e-3)
+    whole.fit(_dataset(batches[:1]), epochs=1, verbose=0)
+    accumulated.fit(_dataset(batches[:1]), epochs=1, verbose=0)
+    for a, b in zip(whole.optimizer.variables, accumulated.optimizer.variables):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), atol=1e-7, rtol=1e-5)
+
+
+def test_a_batch_the_micro_batch_count_does_not_divide_is_refused():
+    with pytest.raises(ValueError, match="over 3 micro-batches needs a per-replica batch that "
+                                         "it divides; got 8 rows"):
+        split_micro_batches({"input_ids": tf.zeros([8, 4])}, 3)
+
+
+def test_accumulated_gradients_sum_the_micro_batches_and_keep_missing_gradients_none():
+    used, unused = tf.Variable([1.0, 2.0]), tf.Variable(3.0)
+    batch = {"x": tf.reshape(tf.range(12, dtype=tf.float32), [6, 2])}
+
+    def loss_fn(piece):
+        return tf.reduce_sum(piece["x"] * used), {"rows": tf.cast(tf.shape(piece["x"])[0],
+                                                                   tf.float32)}
+
+    gradients, sums = tf.function(
+        lambda: accumulated_gradients(loss_fn, batch, 3, [used, unused]))()
+    np.testing.assert_allclose(gradients[0].numpy(), batch["x"].numpy().sum(axis=0))
+    assert gradients[1] is None and float(sums["rows"]) == 6.0
+
+
+def _task_model(kind, weights=None, accumulation=1):
+    from electra_tf.models.classifier import ElectraClassifier
+    from electra_tf.models.question_answerer import ElectraQuestionAnswerer
+
+    config = tiny_model_config(hidden_dropout=0.0, attention_dropout=0.0)
+    model = (ElectraClassifier(config, num_labels=3, dropout=0.0, loss_reduction="mean")
+             if kind == "classifier" else ElectraQuestionAnswerer(config))
+    if weights is not None:
+        model.set_weights(weights)
+    model.gradient_accumulation_steps = accumulation
+    model.compile(optimizer=create_optimizer(fast_optimizer_config(epsilon=1e-2)),
+                  jit_compile=False)
+    return model
+
+
+def _task_batches(kind):
+    rng = np.random.default_rng(4)
+    batches = []
+    for update in range(UPDATES):
+        ids, mask = random_ids(16, LENGTH, seed=20 + update)
+        inputs = {"input_ids": ids, "input_mask": mask, "segment_ids": np.zeros_like(ids)}
+        if kind == "classifier":
+            labels = rng.integers(0, 3, size=16).astype(np.int32)
+        else:
+            start = rng.integers(1, 8, size=16).astype(np.int32)
+            labels = {"start_positions": start, "end_positions": start + 2,
+                      "is_impossible": (rng.random(16) < 0.3).astype(np.float32)}
+        weights = np.ones(16, np.float32)
+        weights[-3:] = 0.0  # padding examples of a last batch: the counts differ per micro-batch
+        batches.append((inputs, labels, weights))
+    return tf.data.Dataset.from_tensor_slices(tuple(
+        tf.nest.map_structure(lambda *parts: np.stack(parts), *batches)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["classifier", "question_answerer"])
+def test_fine_tuning_accumulates_as_the_whole_batch(kind):
+    keras.utils.set_random_seed(0)
+    whole = _task_model(kind)
+    accumulated = _task_model(kind, whole.get_weights(), accumulation=4)
+    whole_logs = whole.fit(_task_batches(kind), epochs=1, verbose=0).history
+    accumulated_logs = accumulated.fit(_task_batches(kind), epochs=1, verbose=0).history
+    assert int(accumulated.optimizer.iterations.numpy()) == UPDATES
+    for a, b in zip(whole.trainable_variables, accumulated.trainable_variables):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), atol=1e-5, rtol=0, err_msg=a.path)
+    for key, values in whole_logs.items():
+        np.testing.assert_allclose(accumulated_logs[key], values, rtol=1e-5, atol=1e-6,
+                                   err_msg=key)
