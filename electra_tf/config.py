@@ -337,6 +337,15 @@ def learning_rate_for_width(hidden_size: int) -> float:
     return float(f"{rate:.3g}")
 
 
+LARGE_WIDTH = 1024  # ELECTRA-Large's hidden size
+
+
+def layerwise_decay_for_width(hidden_size: int) -> float:
+    """The layer-wise learning-rate decay of a recipe that names none, as the original's
+    `configure_finetuning.py` switches it: 0.9 for Large (width 1024 and up), 0.8 below."""
+    return 0.9 if hidden_size >= LARGE_WIDTH else 0.8
+
+
 def _finetune_optimizer() -> OptimizerConfig:
     return OptimizerConfig(learning_rate=1e-4, warmup_steps=0, train_steps=1,
                            layerwise_lr_decay=0.8)

@@ -70,6 +70,7 @@ def test_glue_rte_with_trials_predictions_and_export(init_dir, tmp_path):
                           "--num_trials", "2", "--do_predict", *SMALL_RUN)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "dev dev accuracy:" in result.stdout and "median" in result.stdout
+    assert "recipe for a " in result.stderr and "layer-wise decay 0.8" in result.stderr
     report = json.loads((model_dir / "report.json").read_text())
     assert report["status"] == "finished" and len(report["dev"]["dev"]["values"]) == 2
     for k in range(2):

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from electra_tf.config import FinetuneConfig, apply_dict, learning_rate_for_width, load_config
+from electra_tf.config import (FinetuneConfig, apply_dict, layerwise_decay_for_width,
+                               learning_rate_for_width, load_config)
 from electra_tf.finetuning import kinds, runner, tasks
 from electra_tf.finetuning.common import TaskOptions
 from electra_tf.finetuning.source import EncoderSource, check_fits, resolve_source, restore_encoder
@@ -37,18 +38,23 @@ def resolve_config(source=None, config: str = DEFAULT_CONFIG, overrides=(),
     original: max_seq_length 512 for SQuAD), then overrides; checked to fit the checkpoint.
 
     A recipe (with its includes and overrides) that names no optimizer.learning_rate gets
-    `learning_rate_for_width` of the resolved model's hidden size."""
+    `learning_rate_for_width` of the resolved model's hidden size, and one that names no
+    optimizer.layerwise_lr_decay `layerwise_decay_for_width` (0.9 for Large), so the default
+    recipe fits a Small, Base or Large checkpoint as the original's switches do."""
     base = FinetuneConfig()
     if source is not None:
         base = apply_dict(base, {"model": dataclasses.asdict(source.model_config)},
                           "the init checkpoint")
     overrides = [*kinds.task_overrides(task), *overrides]
-    unset = object()  # tells whether the recipe named a rate: resolve once with none in base
+    unset = object()  # tells whether the recipe named a value: resolve once with none in base
     probe = load_config(config, overrides=overrides, base=dataclasses.replace(
-        base, optimizer=dataclasses.replace(base.optimizer, learning_rate=unset)), validate=False)
-    if probe.optimizer.learning_rate is unset:
-        base = dataclasses.replace(base, optimizer=dataclasses.replace(
-            base.optimizer, learning_rate=learning_rate_for_width(probe.model.hidden_size)))
+        base, optimizer=dataclasses.replace(base.optimizer, learning_rate=unset,
+                                            layerwise_lr_decay=unset)), validate=False)
+    by_width = {"learning_rate": learning_rate_for_width(probe.model.hidden_size),
+                "layerwise_lr_decay": layerwise_decay_for_width(probe.model.hidden_size)}
+    chosen = {key: value for key, value in by_width.items()
+              if getattr(probe.optimizer, key) is unset}
+    base = dataclasses.replace(base, optimizer=dataclasses.replace(base.optimizer, **chosen))
     resolved = load_config(config, overrides=overrides, base=base)
     if source is not None:
         check_fits(source, resolved.model)

@@ -71,6 +71,16 @@ def short_run_warning(total_steps: int, learning_rate: float, num_train: int,
             f"optimizer.learning_rate (small models take 1e-3)")
 
 
+def describe_recipe(config: FinetuneConfig) -> str:
+    """The fine-tuning settings that matter most, for the log: the default recipe picks the
+    learning rate and layer-wise decay from the encoder's size."""
+    optimizer, run, model = config.optimizer, config.finetune, config.model
+    return (f"recipe for a {model.num_layers}-layer, {model.hidden_size}-wide encoder: "
+            f"{optimizer.name} at learning rate {optimizer.learning_rate:g}, layer-wise decay "
+            f"{optimizer.layerwise_lr_decay:g}, weight decay {optimizer.weight_decay:g}, batch "
+            f"{run.train_batch_size}, warmup {run.warmup_proportion:.0%}")
+
+
 class DevEvaluation(keras.callbacks.Callback):
     """Dev metrics every `every` steps and at the last one: log line, TensorBoard, history."""
 
@@ -252,6 +262,7 @@ def finetune(task, config: FinetuneConfig, model_dir: str, *,
         raise FinetuneError(f"{job.name} has {job.num_train} training examples, "
                             f"fewer than one batch of {config.finetune.train_batch_size}")
     run_directory.write_config(model_dir, config)
+    logging.info("%s", describe_recipe(config))
     warning = short_run_warning(steps_for(job, config)[1], config.optimizer.learning_rate,
                                 job.num_train, config.finetune.train_batch_size)
     if warning:

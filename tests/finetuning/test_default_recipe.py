@@ -37,6 +37,23 @@ def test_the_default_recipe_takes_the_rate_of_its_width_unless_one_is_named():
     assert large.optimizer.learning_rate == 5e-5
 
 
+def test_the_default_recipe_takes_layerwise_decay_by_size_as_the_original_switches_it():
+    large_sizes = ["model.hidden_size=1024", "model.num_heads=16", "model.num_layers=24",
+                   "model.intermediate_size=4096", "model.embedding_size=1024"]
+    base_sizes = ["model.hidden_size=768", "model.num_heads=12", "model.num_layers=12",
+                  "model.intermediate_size=3072", "model.embedding_size=768"]
+    large = api.resolve_config(None, overrides=large_sizes)
+    assert (large.optimizer.learning_rate, large.optimizer.layerwise_lr_decay) == (5e-5, 0.9)
+    base = api.resolve_config(None, overrides=base_sizes)
+    assert (base.optimizer.learning_rate, base.optimizer.layerwise_lr_decay) == (1e-4, 0.8)
+    small = api.resolve_config(None)
+    assert (small.optimizer.learning_rate, small.optimizer.layerwise_lr_decay) == (3e-4, 0.8)
+    named = api.resolve_config(None, overrides=large_sizes + ["optimizer.layerwise_lr_decay=0.7"])
+    assert named.optimizer.layerwise_lr_decay == 0.7  # a value the user names is kept
+    assert api.resolve_config(None, "finetune/small", large_sizes  # as are a recipe's own
+                              ).optimizer.layerwise_lr_decay == 0.8
+
+
 def test_small_training_sets_get_whole_epochs_up_to_the_minimum_steps():
     task = pair_task(n_train=100, n_dev=10)
     job = type("Job", (), {"num_train": 100, "default_epochs": 3.0})()
