@@ -387,3 +387,18 @@ def test_fine_tuning_gradient_accumulation_steps_must_divide_the_batch():
                                           "the batch: finetune.train_batch_size 32"):
         apply_overrides(FinetuneConfig(), ["finetune.gradient_accumulation_steps=3"]).validate()
 
+
+@pytest.mark.parametrize("name, paper, changed", [
+    ("electra_small_plus", "electra_small", {"model.generator_fraction": 1.0,
+                                             "optimizer.train_steps": 4000000,
+                                             "run.max_seq_length": 512}),
+    ("electra_base_plus", "electra_base", {"optimizer.train_steps": 4000000}),
+])
+def test_plus_recipes_are_the_papers_with_the_released_models_differences(name, paper, changed):
+    plus, base = load_config(f"pretrain/{name}"), load_config(f"pretrain/{paper}")
+    expected = base
+    for key, value in changed.items():
+        section, field = key.split(".")
+        expected = dataclasses.replace(expected, **{section: dataclasses.replace(
+            getattr(expected, section), **{field: value})})
+    assert plus == expected
