@@ -33,6 +33,7 @@ original's), which does not change the work. SQuAD featurization and prediction 
 import dataclasses
 import json
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -120,11 +121,24 @@ def main(argv):
         record.update(_question_answering(config, jit_compile))
     else:
         record.update(_infer(config))
+    record.update(peak_memory(tf))
     if FLAGS.peak:
         record["peak_gflop_per_s"] = peaks
         record["fraction_of_peak"] = round(
             record["model_gflop_per_s"] / peaks[MATMUL_DTYPES[FLAGS.precision]], 3)
     print(json.dumps(record))
+
+
+def peak_memory(tf) -> dict:
+    """{"peak_host_memory_mib": the process's peak resident memory so far, and with a GPU
+    "peak_device_memory_mib": TensorFlow's peak allocation on GPU:0}. Run one configuration per
+    process to compare them (e.g. --gradient_accumulation_steps 8 against 1)."""
+    record = {"peak_host_memory_mib": round(
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}  # Linux: KiB
+    if tf.config.list_physical_devices("GPU"):
+        peak = tf.config.experimental.get_memory_info("GPU:0")["peak"]
+        record["peak_device_memory_mib"] = round(peak / 2 ** 20, 1)
+    return record
 
 
 def matmul_peak_gflops(dtype, n=2048, repeats=10):

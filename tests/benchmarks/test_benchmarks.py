@@ -47,6 +47,24 @@ def test_benchmark_prints_a_json_line():
     assert record["batch"] == 4 and record["seq"] == 16 and record["tokens_per_s"] > 0
     # By default the line carries the machine's float32 matmul peak and the step's share of it.
     assert record["peak_gflop_per_s"]["float32"] > 0 and record["fraction_of_peak"] > 0
+    assert record["peak_host_memory_mib"] > 100 and record["gradient_accumulation_steps"] == 1
+
+
+@pytest.mark.slow
+def test_benchmark_times_an_accumulated_update():
+    record = _json_lines("electra_tf.benchmarks.steps", "--size", "tiny", "--batch", "4",
+                         "--seq", "16", "--steps", "2", "--warmup", "0", "--nopeak",
+                         "--gradient_accumulation_steps", "2")[-1]
+    assert record["gradient_accumulation_steps"] == 2 and record["batch"] == 4
+    assert record["tokens_per_s"] > 0 and record["peak_host_memory_mib"] > 100
+
+
+def test_benchmark_refuses_accumulation_that_does_not_divide_the_batch():
+    result = run_in_process(["--batch", "4", "--gradient_accumulation_steps", "3"],
+                            module="electra_tf.benchmarks.steps")
+    assert result.returncode != 0
+    assert "error: --gradient_accumulation_steps 3 must be positive and divide --batch 4" in (
+        result.stderr + result.stdout)
 
 
 @pytest.mark.slow
