@@ -41,7 +41,8 @@ def _dataset(batches):
         {key: np.stack([b[key] for b in batches]) for key in batches[0]})
 
 
-def _pretrainer(objective_config, weights=None, accumulation=1, strategy=None, **optimizer):
+def _pretrainer(objective_config, weights=None, accumulation=1, strategy=None, jit_compile=False,
+                **optimizer):
     optimizer = {"epsilon": 1e-2, **optimizer}
     config = tiny_model_config(hidden_dropout=0.0, attention_dropout=0.0)
     with (strategy or tf.distribute.get_strategy()).scope():
@@ -50,7 +51,7 @@ def _pretrainer(objective_config, weights=None, accumulation=1, strategy=None, *
             model.set_weights(weights)
         model.gradient_accumulation_steps = accumulation
         model.compile(optimizer=create_optimizer(fast_optimizer_config(**optimizer)),
-                      jit_compile=False)
+                      jit_compile=jit_compile)
     return model
 
 
@@ -117,6 +118,22 @@ def test_the_mirrored_strategy_accumulates_over_replicas_and_micro_batches():
         np.testing.assert_allclose(b.numpy(), a.numpy(), atol=1e-5, rtol=0, err_msg=a.path)
     for key in ("loss", "mlm_loss", "disc_loss", "disc_auc"):
         np.testing.assert_allclose(two_logs[key], one_logs[key], rtol=1e-5, err_msg=key)
+
+
+@pytest.mark.slow
+def test_the_accumulation_loop_compiles_with_xla():
+    """On one device (XLA under a MirroredStrategy of logical CPUs cannot place variables);
+    both runs are compiled, so they share the CPU's XLA code."""
+    batches = _batches()
+    keras.utils.set_random_seed(0)
+    whole = _pretrainer(OBJECTIVES["electra"], jit_compile=True)
+    accumulated = _pretrainer(OBJECTIVES["electra"], whole.get_weights(), accumulation=4,
+                              jit_compile=True)
+    whole_logs = whole.fit(_dataset(batches), epochs=1, verbose=0).history
+    accumulated_logs = accumulated.fit(_dataset(batches), epochs=1, verbose=0).history
+    np.testing.assert_allclose(accumulated_logs["loss"], whole_logs["loss"], rtol=1e-5)
+    for a, b in zip(whole.trainable_variables, accumulated.trainable_variables):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), atol=1e-5, rtol=0, err_msg=a.path)
 
 
 def test_gradients_are_clipped_after_accumulation():
