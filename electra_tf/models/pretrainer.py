@@ -14,7 +14,10 @@ Under a tf.distribute strategy each replica holds part of the global batch. The 
 are summed across replicas, so each replica's loss is its share of the global mean and the
 replicas' gradients sum to exactly the one-device gradient. Sampling noise is generated for the
 global batch from a stateless seed (objective seed, optimizer step) and sliced per replica, so a
-run is reproducible and does not depend on the number of replicas.
+run is reproducible and does not depend on the number of replicas. With gradient accumulation
+(`gradient_accumulation_steps` k) each replica's batch runs as k micro-batches; the denominators
+(from the batch alone: `loss_terms`) and the noise are the whole batch's, computed before them,
+so the update is the same (`train_step`).
 
 Variants (`objective.variant`, the paper's Table 5 comparisons): "electra_15" computes the RTD
 loss over the chosen positions only (step 5); "replace_mlm" and "all_tokens_mlm" put a full-size
@@ -289,9 +292,10 @@ class ElectraPretrainer(ReplicatedModel):
 
     def compute_losses(self, batch, outputs, denominators=None):
         """Step 5. Returns this replica's differentiable share of the loss ("loss_share", and
-        of each term, "<term>_share") and its weighted sum of each term ("<term>_sum", no gradient); and, when `denominators` is
-        None (a whole batch, not a micro-batch of a larger one whose `loss_denominators` are
-        given), the global means to report ("loss", "<term>_loss")."""
+        of each term, "<term>_share") and its weighted sum of each term ("<term>_sum", no
+        gradient); and, when `denominators` is None (a whole batch, not a micro-batch of a
+        larger one whose `loss_denominators` are given), the global means to report ("loss",
+        "<term>_loss")."""
         whole_batch = denominators is None
         if whole_batch:
             denominators = self.loss_denominators(batch)
