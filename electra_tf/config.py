@@ -455,8 +455,8 @@ def resolve_config_path(path: str) -> str:
     raise ConfigError(f"config file not found: {path}")
 
 
-def _apply_file(config, path: str, including: tuple[str, ...] = ()):
-    """Applies one YAML file, after the files its `include:` key names (relative to configs/)."""
+def _read_file(path: str, including: tuple[str, ...]) -> tuple[str, dict, list[str]]:
+    """(resolved path, its mapping without `include:`, the files that `include:` names)."""
     resolved = resolve_config_path(path)
     if resolved in including:
         raise ConfigError(f"{resolved} includes itself")
@@ -469,9 +469,33 @@ def _apply_file(config, path: str, including: tuple[str, ...] = ()):
         raise ConfigError(f"{resolved} must hold a mapping of sections")
     values = dict(values)
     includes = values.pop("include", [])
-    for include in [includes] if isinstance(includes, str) else includes:
+    return resolved, values, [includes] if isinstance(includes, str) else list(includes)
+
+
+def _apply_file(config, path: str, including: tuple[str, ...] = ()):
+    """Applies one YAML file, after the files its `include:` key names (relative to configs/).
+    A pretraining recipe's `phases:` list is not a section: `load_phases` reads it."""
+    resolved, values, includes = _read_file(path, including)
+    for include in includes:
         config = _apply_file(config, include, including + (resolved,))
+    if isinstance(config, ElectraConfig):
+        values.pop(PHASES_KEY, None)
     return apply_dict(config, values, resolved)
+
+
+PHASES_KEY = "phases"
+
+
+def load_phases(path: str, including: tuple[str, ...] = ()) -> tuple[str, Any] | None:
+    """The `phases:` value of a pretraining recipe (the last one in include order wins) and the
+    file that gave it, or None for a recipe of one phase. Checked by `training.phases`."""
+    resolved, values, includes = _read_file(path, including)
+    if PHASES_KEY in values:
+        return resolved, values[PHASES_KEY]
+    found = None
+    for include in includes:
+        found = load_phases(include, including + (resolved,)) or found
+    return found
 
 
 def load_config(*paths: str, overrides: Iterable[str] = (), base=None, validate: bool = True):

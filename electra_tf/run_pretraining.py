@@ -12,8 +12,14 @@ Real runs:
       --data 'gs://bucket/pretrain_tfrecords/*' --vocab_file vocab.txt --model_dir gs://bucket/run \
       --strategy tpu --tpu my-tpu --mixed_precision bf16
 
+Two phases, 128 then 512 (each phase's records built at its length):
+  python -m electra_tf.run_pretraining --config pretrain/electra_base_two_phase \
+      --data 'gs://bucket/records_128/*' --phase_data '2=gs://bucket/records_512/*' \
+      --vocab_file vocab.txt --model_dir gs://bucket/run --strategy tpu --tpu my-tpu
+
 Rerunning the same command continues from the newest checkpoint in --model_dir, at the exact
-batch where it stopped. SIGTERM (preemption) saves a checkpoint and exits 0.
+batch where it stopped (in phases: in the phase where it stopped). SIGTERM (preemption) saves a
+checkpoint and exits 0.
 """
 
 from __future__ import annotations
@@ -54,6 +60,12 @@ flags.DEFINE_string("init_checkpoint", None, "Start from the weights of this che
                     "optimizer and schedule. Ignored when --model_dir already has checkpoints.")
 flags.DEFINE_multi_string("override", [], "Config override section.key=value; repeatable, e.g. "
                           "--override model.num_layers=4 --override run.train_batch_size=64.")
+flags.DEFINE_multi_string("phase_data", [], "For a recipe in phases (e.g. "
+                          "pretrain/electra_base_two_phase): N=PATTERN gives phase N its TFRecord "
+                          "shards, built at that phase's run.max_seq_length; repeatable. Phases "
+                          "without one read --data.")
+flags.DEFINE_multi_string("phase_eval_data", [], "N=PATTERN: held-out shards for phase N "
+                          "(default --eval_data), built at that phase's length.")
 flags.DEFINE_bool("export", True, "Export the discriminator SavedModel at the end.")
 device_flags.define_device_flags()
 flags.adopt_module_key_flags(device_flags)  # listed by --help with this command's own flags
@@ -63,10 +75,14 @@ flags.DEFINE_bool("deterministic", False, "Enable TensorFlow op determinism (bit
 def run() -> int:
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.training import callbacks
+    from electra_tf.training.phases import parse_phase_flag
     from electra_tf.training.pretrain import pretrain
 
     preemption = callbacks.Preemption()  # from the start: a SIGTERM during setup is not lost
+    phase_data = parse_phase_flag(FLAGS.phase_data, "--phase_data")
+    phase_eval_data = parse_phase_flag(FLAGS.phase_eval_data, "--phase_eval_data")
     result = pretrain(
+        phase_data=phase_data, phase_eval_data=phase_eval_data,
         config=FLAGS.config, data=FLAGS.data, eval_data=FLAGS.eval_data,
         vocab_file=FLAGS.vocab_file, model_dir=FLAGS.model_dir, train_steps=FLAGS.train_steps,
         overrides=FLAGS.override, init_checkpoint=FLAGS.init_checkpoint,
@@ -86,7 +102,8 @@ def _print_summary(result) -> None:
     from electra_tf import run_directory
 
     model_dir, values, held_out = result.model_dir, result.last_metrics, result.held_out
-    lines = [f"finished at step {result.step} in {result.seconds:.0f} s"]
+    lines = [f"finished {f'{result.phase}, the last, ' if result.phase else ''}at step "
+             f"{result.step} in {result.seconds:.0f} s"]
     if values:
         lines.append("last metrics: " + ", ".join(
             f"{k} {v:.4g}" for k, v in sorted(values.items())))

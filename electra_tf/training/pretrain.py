@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import keras
 import tensorflow as tf
@@ -31,7 +31,7 @@ from electra_tf.text import vocab_learning
 from electra_tf.errors import UserError
 from electra_tf.export import export_discriminator
 from electra_tf.models import build_pretrainer
-from electra_tf.training import callbacks, checkpointing, distribution, loop
+from electra_tf.training import callbacks, checkpointing, distribution, loop, phases
 from electra_tf.training.curves import plot_pretraining_curves
 from electra_tf.training.optimizer import create_optimizer
 
@@ -65,6 +65,7 @@ class PretrainResult:
     seconds: float
     curves: str | None = None
     model: Any = dataclasses.field(repr=False, default=None)
+    phase: str = ""  # a phased recipe's: e.g. "phase 2 of 2" (its model_dir is that phase's)
 
 
 def prepare_demo_data(run_dir: str) -> tuple[str, str, str]:
@@ -150,6 +151,17 @@ def _check_eval_records(eval_files: list[str], batch: int) -> None:
                        f"{batch}: give more held-out records or a smaller run.train_batch_size")
 
 
+@dataclasses.dataclass
+class _Stage:
+    """One training run of a `pretrain` call: the whole run, or one phase of a phased recipe."""
+
+    label: str  # "" for a one-phase run, else e.g. "phase 2 of 2"
+    model_dir: str
+    config: ElectraConfig
+    files: list[str]
+    eval_files: list[str]
+
+
 @callbacks.with_preemption
 def pretrain(*, config: str | None = None, data: str | None = None,
              eval_data: str | None = None, vocab_file: str | None = None,
@@ -159,23 +171,28 @@ def pretrain(*, config: str | None = None, data: str | None = None,
              strategy: str | tf.distribute.Strategy = "auto", tpu: str | None = None,
              mixed_precision: str = "none", jit_compile: bool | None = None,
              cpu_devices: int = 0, deterministic: bool = False, export: bool = True,
-             stop_at_step: int | None = None,
+             stop_at_step: int | None = None, phase_data: Mapping[int, str] | None = None,
+             phase_eval_data: Mapping[int, str] | None = None,
              preemption: callbacks.Preemption | None = None) -> PretrainResult:
     """Pretrains ELECTRA (or the configured objective) and returns a `PretrainResult`.
 
     Args:
-      config: recipe, a path or a name under configs/ (default "pretrain/demo").
+      config: recipe, a path or a name under configs/ (default "pretrain/demo"). A recipe with
+        `phases:` (e.g. pretrain/electra_base_two_phase) trains them one after the other
+        (`electra_tf.training.phases`); the result is the last phase's.
       data: TFRecord shards of `build_pretraining_dataset` (glob, comma-separated globs or a
         directory; local or gs://). None: build the embedded demonstration corpus, with its own
-        vocabulary and held-out split, under `model_dir`/data.
+        vocabulary and held-out split, under `model_dir`/data. In phases: the records of every
+        phase that names none.
       eval_data: held-out shards for the discriminator's AUC and the losses every
         run.eval_every_steps steps and at the end (the demo holds out every 10th document).
       vocab_file: vocab.txt the data was built with; checked against the data's metadata.json,
         needed only for data without one.
       model_dir: run directory (checkpoints, TensorBoard, curves.png, config.yaml, export).
         Default runs/electra_<config name> for the demo; required with `data`.
-      train_steps: total steps (overrides optimizer.train_steps).
-      overrides: "section.key=value" strings, e.g. "run.train_batch_size=64".
+      train_steps: total steps (overrides optimizer.train_steps; not for a phased recipe).
+      overrides: "section.key=value" strings, e.g. "run.train_batch_size=64" (in phases: on
+        top of every phase's own values).
       init_checkpoint: start from these weights with a fresh optimizer (ignored on resume).
       assume_bert_vocabulary: for data with neither metadata nor vocab_file: BERT's uncased ids.
       strategy: "auto", "one_device", "mirrored", "multi_worker", "tpu", or a
@@ -188,12 +205,15 @@ def pretrain(*, config: str | None = None, data: str | None = None,
       export: write the discriminator's SavedModel under model_dir/export/<step>.
       stop_at_step: stop (and save) at this step, with the learning-rate schedule of the whole
         train_steps: a piece of a longer run, continued by calling again with a later step or
-        None. The result's status is "finished" when the step is reached.
+        None. The result's status is "finished" when the step is reached. Not for phases.
+      phase_data, phase_eval_data: {phase number: shards} replacing a phase's records.
       preemption: a `callbacks.Preemption` installed earlier (SIGTERM during setup is kept).
     """
     started = time.time()
     config_name = config or DEFAULT_CONFIG
     demo = data is None  # the embedded corpus, with pretrain/demo or the given config
+    plan = _read_plan(config_name, demo, train_steps, stop_at_step, phase_data or {},
+                      phase_eval_data or {})
     if demo and vocab_file is not None:
         raise RunError("--vocab_file without --data: give the TFRecords made with it (--data), "
                        "or neither to train on the embedded demonstration corpus")
@@ -211,33 +231,95 @@ def pretrain(*, config: str | None = None, data: str | None = None,
     if demo:
         data, demo_eval_data, vocab_file = prepare_demo_data(model_dir)
         eval_data = eval_data or demo_eval_data
-    files = pipeline.list_shards(data)
-    eval_files = pipeline.list_shards(eval_data) if eval_data else []
-    metadata = pipeline.read_data_metadata(files + eval_files)
-    overrides = list(overrides)
-    all_overrides = overrides + ([f"optimizer.train_steps={train_steps}"]
-                                 if train_steps is not None else [])
-    run_config = resolve_config(config_name, all_overrides, metadata, vocab_file,
-                                assume_bert_vocabulary)
-    pipeline.check_sequence_length(metadata, run_config.run.max_seq_length)
-    if eval_files:
-        _check_eval_records(eval_files, run_config.run.train_batch_size)
-    check_model_dir(model_dir, run_config)
+    overrides = list(overrides) + ([f"optimizer.train_steps={train_steps}"]
+                                   if train_steps is not None else [])
+
+    def stage(label, stage_dir, stage_data, stage_eval_data, stage_overrides):
+        files = pipeline.list_shards(stage_data)
+        eval_files = pipeline.list_shards(stage_eval_data) if stage_eval_data else []
+        metadata = pipeline.read_data_metadata(files + eval_files)
+        run_config = resolve_config(config_name, stage_overrides, metadata, vocab_file,
+                                    assume_bert_vocabulary)
+        pipeline.check_sequence_length(metadata, run_config.run.max_seq_length)
+        if eval_files:
+            _check_eval_records(eval_files, run_config.run.train_batch_size)
+        check_model_dir(stage_dir, run_config)
+        return _Stage(label, stage_dir, run_config, files, eval_files)
+
+    if plan is None:
+        stages = [stage("", model_dir, data, eval_data, overrides)]
+    else:  # every phase is checked before the first one trains
+        stages = [stage(phase.label(len(plan)),
+                        phases.phase_directory(model_dir, phase.number, len(plan)),
+                        phase.data or data, phase.eval_data or eval_data,
+                        list(phase.overrides) + overrides) for phase in plan]
+        _check_phase_progress(plan, stages)
     if isinstance(strategy, str):
         strategy = distribution.make_strategy(strategy, tpu)
-    check_accumulation(run_config.run.train_batch_size, run_config.run.gradient_accumulation_steps,
-                       "run", strategy.num_replicas_in_sync)
+    for each in stages:
+        check_accumulation(each.config.run.train_batch_size,
+                           each.config.run.gradient_accumulation_steps, "run",
+                           strategy.num_replicas_in_sync)
     previous_policy = keras.mixed_precision.dtype_policy()
     keras.mixed_precision.set_dtype_policy(distribution.DTYPE_POLICIES[mixed_precision])
     try:  # the model keeps its policy; the caller's global one is left as it was
-        return _train(run_config, config_name, strategy, model_dir, files, eval_files,
-                      init_checkpoint, jit_compile, export, preemption, started, stop_at_step)
+        for index, each in enumerate(stages):
+            last = index == len(stages) - 1
+            if not last and _phase_done(each):
+                logging.info("%s is done (%s)", each.label, each.model_dir)
+                continue
+            start_from = init_checkpoint if index == 0 else run_directory.checkpoints_dir(
+                stages[index - 1].model_dir)
+            result = _train(each, config_name, strategy, start_from, jit_compile,
+                            export and last, preemption, started, stop_at_step)
+            if last or result.status != "finished":
+                return result
     finally:
         keras.mixed_precision.set_dtype_policy(previous_policy)
 
 
-def _train(config, config_name, strategy, model_dir, files, eval_files, init_checkpoint,
-           jit_compile, export, preemption, started, stop_at_step) -> PretrainResult:
+def _read_plan(config_name, demo, train_steps, stop_at_step, phase_data,
+               phase_eval_data) -> list[phases.Phase] | None:
+    """The recipe's phases with the command line's records, or None for a one-phase recipe;
+    RunError for what a phased run cannot take."""
+    plan = phases.read_phases(config_name)
+    if plan is None:
+        if phase_data or phase_eval_data:
+            raise RunError(f"--phase_data / --phase_eval_data: {config_name} has no phases: "
+                           "give its records with --data")
+        return None
+    for given, why in ((demo, "needs --data: every phase trains on records built at its own "
+                              "length (--phase_data N=... for a phase whose records differ)"),
+                       (train_steps is not None, "takes its steps from each phase's "
+                                                 "optimizer.train_steps, not --train_steps"),
+                       (stop_at_step is not None, "cannot stop_at_step")):
+        if given:
+            raise RunError(f"{config_name} pretrains in {len(plan)} phases: it {why}")
+    return phases.with_command_line_data(plan, phase_data, phase_eval_data)
+
+
+def _phase_done(stage: _Stage) -> bool:
+    checkpoints = run_directory.checkpoints_dir(stage.model_dir)
+    return phases.checkpoint_step(checkpoints) >= stage.config.optimizer.train_steps
+
+
+def _check_phase_progress(plan, stages: list[_Stage]) -> None:
+    """The phases' lengths go up, and no phase has checkpoints while an earlier one is
+    unfinished (a directory mixed from two runs)."""
+    phases.check_lengths(plan, [stage.config.run.max_seq_length for stage in stages])
+    for earlier, later in zip(stages, stages[1:]):
+        if (phases.checkpoint_step(run_directory.checkpoints_dir(later.model_dir))
+                and not _phase_done(earlier)):
+            raise RunError(f"{later.model_dir} has checkpoints of {later.label}, but "
+                           f"{earlier.label} in {earlier.model_dir} did not reach its step "
+                           f"{earlier.config.optimizer.train_steps}: not one phased run; use "
+                           "another --model_dir. Nothing was changed.")
+
+
+def _train(stage: _Stage, config_name, strategy, init_checkpoint, jit_compile, export,
+           preemption, started, stop_at_step) -> PretrainResult:
+    config, model_dir, files, eval_files = (stage.config, stage.model_dir, stage.files,
+                                            stage.eval_files)
     is_chief = strategy.extended.should_checkpoint  # False only on non-chief multi-worker tasks
     write_dir = model_dir
     if not is_chief:  # collective saves need every worker; only the chief's copy is kept
@@ -280,7 +362,8 @@ def _train(config, config_name, strategy, model_dir, files, eval_files, init_che
         micro = (f" ({accumulation} micro-batches of "
                  f"{config.run.train_batch_size // accumulation} per update)"
                  if accumulation > 1 else "")
-        return (f"training {config_name} ({type(strategy).__name__}, "
+        return (f"training {config_name}{f' {stage.label}' if stage.label else ''} "
+                f"({type(strategy).__name__}, "
                 f"{'XLA' if jit_compile else 'no XLA'}) from step {start} to {total}"
                 f"{f' of {schedule_steps}' if total < schedule_steps else ''} on "
                 f"{strategy.num_replicas_in_sync} replica(s), global batch "
@@ -332,4 +415,4 @@ def _train(config, config_name, strategy, model_dir, files, eval_files, init_che
         checkpoint=run_checkpoint.latest, export_dir=export_dir, config=config,
         last_metrics=result.progress.last_values,
         held_out=evaluation.history if evaluation else [], seconds=time.time() - started,
-        curves=curves, model=model)
+        curves=curves, model=model, phase=stage.label)
