@@ -37,6 +37,7 @@ import resource
 import statistics
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -74,6 +75,9 @@ flags.DEFINE_integer("peak_size", 2048, "n of the n x n @ n x n matmul of --peak
 flags.DEFINE_string("profile", None, "Trace --profile_steps more steps with the TensorFlow "
                     "profiler into this directory and print the op time per category.")
 flags.DEFINE_integer("profile_steps", 3, "Steps traced with --profile.")
+flags.DEFINE_float("host_memory_limit_gib", 0, "Stop the benchmark (exit status 3, a JSON line "
+                   "with exceeded_host_memory_gib) once its resident memory passes this many "
+                   "GiB: to find what does not fit without the kernel's OOM killer (0: no limit).")
 flags.DEFINE_bool("against_keras_hub_layers", False, "pretrain and infer: also time the same "
                   "model with keras-hub's own TransformerEncoder.call in every block (the "
                   "transformer before its faster call), alternating step by step with ours in "
@@ -92,6 +96,10 @@ def main(argv):
                  f"divide --batch {FLAGS.batch}")
     if accumulation > 1 and FLAGS.task != "pretrain":
         sys.exit("error: --gradient_accumulation_steps is for --task pretrain")
+    if FLAGS.host_memory_limit_gib:
+        watch_host_memory(FLAGS.host_memory_limit_gib, {
+            "task": FLAGS.task, "size": FLAGS.size, "batch": FLAGS.batch, "seq": FLAGS.seq,
+            "gradient_accumulation_steps": accumulation})
     import keras
     import tensorflow as tf
 
@@ -139,6 +147,26 @@ def peak_memory(tf) -> dict:
         peak = tf.config.experimental.get_memory_info("GPU:0")["peak"]
         record["peak_device_memory_mib"] = round(peak / 2 ** 20, 1)
     return record
+
+
+def resident_memory_bytes() -> int:
+    """This process's resident memory now (Linux /proc)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def watch_host_memory(limit_gib: float, record: dict, interval: float = 0.1) -> None:
+    """Starts a daemon thread that, once the resident memory passes limit_gib, prints `record`
+    with "exceeded_host_memory_gib" as a JSON line and ends the process with status 3."""
+    limit = limit_gib * 2 ** 30
+
+    def watch():
+        while resident_memory_bytes() <= limit:
+            time.sleep(interval)
+        print(json.dumps(dict(record, exceeded_host_memory_gib=limit_gib)), flush=True)
+        os._exit(3)
+
+    threading.Thread(target=watch, daemon=True, name="host-memory-watch").start()
 
 
 def matmul_peak_gflops(dtype, n=2048, repeats=10):

@@ -59,6 +59,17 @@ def test_benchmark_times_an_accumulated_update():
     assert record["tokens_per_s"] > 0 and record["peak_host_memory_mib"] > 100
 
 
+def test_benchmark_stops_at_its_host_memory_limit():
+    # TensorFlow alone passes 0.05 GiB while it loads: the watchdog ends the process there.
+    result = subprocess.run([sys.executable, "-m", "electra_tf.benchmarks.steps", "--size",
+                             "tiny", "--batch", "4", "--seq", "16", "--nopeak",
+                             "--host_memory_limit_gib", "0.05"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 3, result.stderr[-2000:]
+    record = json.loads(result.stdout.splitlines()[-1])
+    assert record["exceeded_host_memory_gib"] == 0.05 and record["batch"] == 4
+
+
 def test_benchmark_refuses_accumulation_that_does_not_divide_the_batch():
     result = run_in_process(["--batch", "4", "--gradient_accumulation_steps", "3"],
                             module="electra_tf.benchmarks.steps")

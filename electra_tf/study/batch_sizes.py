@@ -1,0 +1,227 @@
+r"""Batch size and learning rate, measured: `python -m electra_tf.study.batch_sizes [flags]`.
+
+  python -m electra_tf.study.batch_sizes --output_dir runs/batch_sizes
+
+Pretrains one recipe (default pretrain/mini, on the embedded demonstration corpus) for the same
+number of sequences at several global batch sizes, each made of micro-batches of the recipe's
+batch through gradient accumulation (so every run needs the memory of the smallest), and at
+each larger batch with AdamW and with LAMB (You et al. 2019), each at the learning rate scaled
+linearly with the batch (lr x B / B0) and by its square root (lr x sqrt(B / B0), LAMB's rule).
+Warmup is the same share of the sequences in every run. The discriminator's held-out AUC on
+the same held-out sequences is measured six times along each run. Writes into --output_dir:
+  results.jsonl        one line per run: variant, batch, accumulation, lr, AUC along the run
+  table.md             the final held-out AUC (and at half way) of every run
+  auc_vs_sequences.png held-out AUC against sequences seen, one line per run
+Rerun the same command after an interruption: finished runs are not redone, the one that
+stopped resumes from its checkpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import sys
+
+from absl import app, flags
+
+from electra_tf import console
+from electra_tf.errors import UserError, exit_on_user_error
+
+console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
+
+EVALUATIONS = 6  # held-out evaluations along each run
+RESULTS = "results.jsonl"
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """One run: a global batch made of `accumulation` micro-batches, its optimizer and rate."""
+
+    name: str
+    batch: int
+    accumulation: int
+    optimizer: str
+    learning_rate: float
+    rule: str  # "recipe", "linear" or "sqrt"
+
+    @property
+    def key(self) -> str:
+        return f"b{self.batch}_{self.optimizer}_{self.rule}"
+
+
+def plan_variants(base_batch: int, base_lr: float, batches: list[int]) -> list[Variant]:
+    """The recipe's batch as it is, then every larger batch with AdamW and with LAMB, each at
+    the linearly and at the square-root scaled rate."""
+    variants = [Variant(f"B{base_batch} AdamW", base_batch, 1, "adamw", base_lr, "recipe")]
+    for batch in batches:
+        if batch == base_batch:
+            continue
+        if batch % base_batch:
+            raise UserError(f"--batches: {batch} is not a multiple of the recipe's batch "
+                            f"{base_batch} (each batch is micro-batches of {base_batch})")
+        scale = batch / base_batch
+        rates = {"linear": (base_lr * scale, f"x{scale:g}"),
+                 "sqrt": (base_lr * math.sqrt(scale), f"x sqrt({scale:g})")}
+        for optimizer in ("adamw", "lamb"):
+            for rule, (rate, factor) in rates.items():
+                label = "AdamW" if optimizer == "adamw" else "LAMB"
+                variants.append(Variant(f"B{batch} {label} lr {factor}", batch,
+                                        batch // base_batch, optimizer, float(f"{rate:.4g}"),
+                                        rule))
+    return variants
+
+
+def _run_overrides(variant: Variant, sequences: int, warmup_share: float,
+                   held_out_sequences: int) -> list[str]:
+    updates = sequences // variant.batch
+    return [f"run.train_batch_size={variant.batch}",
+            f"run.gradient_accumulation_steps={variant.accumulation}",
+            f"optimizer.name={variant.optimizer}",
+            f"optimizer.learning_rate={variant.learning_rate}",
+            f"optimizer.train_steps={updates}",
+            f"optimizer.warmup_steps={max(1, round(warmup_share * updates))}",
+            f"run.eval_every_steps={updates // EVALUATIONS}",
+            f"run.save_checkpoints_steps={max(1, updates // EVALUATIONS)}",
+            f"run.log_every_steps={max(1, updates // 24)}",
+            # the same held-out sequences for every batch size: whole batches of this run's
+            f"run.eval_batches={max(1, held_out_sequences // variant.batch)}"]
+
+
+def read_results(output_dir: str) -> dict[str, dict]:
+    path = os.path.join(output_dir, RESULTS)
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return {record["key"]: record for record in map(json.loads, f)}
+
+
+def run_batch_sizes(*, output_dir: str, config: str = "pretrain/mini", sequences: int = 49152,
+                    batches: tuple[int, ...] = (128, 512), warmup_share: float = 0.05,
+                    held_out_sequences: int = 512, seed: int = 0) -> dict[str, dict]:
+    """Runs every variant not in output_dir's results yet; returns the results by key."""
+    # lazy: TensorFlow loads once the flags are parsed
+    from absl import logging
+
+    from electra_tf.config import load_config
+    from electra_tf.training.pretrain import prepare_demo_data, pretrain
+
+    recipe = load_config(config)
+    base_batch, base_lr = recipe.run.train_batch_size, recipe.optimizer.learning_rate
+    largest = max([base_batch, *batches])
+    if sequences % largest or (sequences // largest) % EVALUATIONS:
+        raise UserError(f"--sequences {sequences} must be a multiple of {EVALUATIONS} x the "
+                        f"largest batch ({EVALUATIONS * largest}): every run evaluates "
+                        f"{EVALUATIONS} times at whole updates")
+    if held_out_sequences % largest:
+        raise UserError(f"--held_out_sequences {held_out_sequences} must be a multiple of the "
+                        f"largest batch {largest}")
+    os.makedirs(output_dir, exist_ok=True)
+    data, held_out, vocab = prepare_demo_data(os.path.join(output_dir, "shared"))
+    done = read_results(output_dir)
+    variants = plan_variants(base_batch, base_lr, list(batches))
+    for index, variant in enumerate(variants, 1):
+        if variant.key in done:
+            continue
+        logging.info("[%d/%d] %s: batch %d (%d x %d), %s lr %g, %d updates", index,
+                     len(variants), variant.name, variant.batch, variant.accumulation,
+                     base_batch, variant.optimizer, variant.learning_rate,
+                     sequences // variant.batch)
+        overrides = _run_overrides(variant, sequences, warmup_share, held_out_sequences)
+        result = pretrain(config=config, data=data, eval_data=held_out, vocab_file=vocab,
+                          model_dir=os.path.join(output_dir, variant.key),
+                          overrides=overrides + [f"objective.seed={seed}"], export=False)
+        if result.status != "finished":
+            logging.info("stopped during %s: rerun the same command to continue", variant.name)
+            return done
+        if not result.held_out:  # finished by an earlier call that stopped before writing
+            raise UserError(f"{result.model_dir} is finished but its results are not in "
+                            f"{RESULTS}: delete that directory and rerun")
+        record = dict(dataclasses.asdict(variant), key=variant.key, sequences=sequences,
+                      updates=sequences // variant.batch, seconds=round(result.seconds, 1),
+                      auc=[(step * variant.batch, metrics["disc_auc"])
+                           for step, metrics in result.held_out])
+        with open(os.path.join(output_dir, RESULTS), "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+        done[variant.key] = record
+    return done
+
+
+def format_table(records: list[dict]) -> str:
+    lines = ["| run | global batch | micro-batches | optimizer | lr | updates | held-out AUC "
+             "half way | held-out AUC at the end |", "|---|---|---|---|---|---|---|---|"]
+    for r in records:
+        half = r["auc"][len(r["auc"]) // 2 - 1][1]
+        lines.append(f"| {r['name']} | {r['batch']} | {r['accumulation']} | "
+                     f"{'AdamW' if r['optimizer'] == 'adamw' else 'LAMB'} | "
+                     f"{r['learning_rate']:g} | {r['updates']} | {half:.3f} | "
+                     f"**{r['auc'][-1][1]:.3f}** |")
+    return "\n".join(lines)
+
+
+def plot(records: list[dict], path: str) -> str | None:
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return None
+    figure = Figure(figsize=(7.5, 4.5))
+    ax = figure.add_subplot()
+    colours = {}
+    for r in records:
+        colour = colours.setdefault(r["batch"], f"C{len(colours)}")
+        style = {"recipe": "-", "linear": "--", "sqrt": ":"}[r["rule"]]
+        marker = "o" if r["optimizer"] == "adamw" else "s"
+        ax.plot([s for s, _ in r["auc"]], [a for _, a in r["auc"]], style, marker=marker,
+                color=colour, label=f"{r['name']} ({r['learning_rate']:g})")
+    ax.set_xlabel("sequences seen")
+    ax.set_ylabel("held-out discriminator AUC")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    return path
+
+
+def write_report(output_dir: str) -> tuple[str, str | None]:
+    """table.md and auc_vs_sequences.png from results.jsonl; returns (table text, plot)."""
+    records = sorted(read_results(output_dir).values(), key=lambda r: (r["batch"], r["key"]))
+    table = format_table(records)
+    with open(os.path.join(output_dir, "table.md"), "w", encoding="utf-8") as f:
+        f.write(table + "\n")
+    return table, plot(records, os.path.join(output_dir, "auc_vs_sequences.png"))
+
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("output_dir", "runs/batch_sizes", "Where the runs, results.jsonl, "
+                    "table.md and the plot go; rerunning with it resumes.")
+flags.DEFINE_string("config", "pretrain/mini", "Recipe: its run.train_batch_size is the "
+                    "micro-batch and the first batch size, its learning rate the one scaled.")
+flags.DEFINE_integer("sequences", 49152, "Sequences every run trains on (a multiple of 6 x "
+                     "the largest batch).")
+flags.DEFINE_list("batches", ["128", "512"], "The larger global batch sizes, multiples of "
+                  "the recipe's.")
+flags.DEFINE_float("warmup_share", 0.05, "Warmup as a share of each run's updates.")
+flags.DEFINE_integer("held_out_sequences", 512, "Held-out sequences per evaluation.")
+flags.DEFINE_integer("seed", 0, "objective.seed of every run.")
+
+
+def main(argv):
+    if len(argv) > 1:
+        sys.exit(f"error: unexpected arguments {argv[1:]}; see --help")
+
+    def run():
+        run_batch_sizes(output_dir=FLAGS.output_dir, config=FLAGS.config,
+                        sequences=FLAGS.sequences, batches=tuple(map(int, FLAGS.batches)),
+                        warmup_share=FLAGS.warmup_share,
+                        held_out_sequences=FLAGS.held_out_sequences, seed=FLAGS.seed)
+        table, png = write_report(FLAGS.output_dir)
+        print(table + f"\n\nresults: {os.path.join(FLAGS.output_dir, RESULTS)}"
+              + (f"\nplot:    {png}" if png else ""), flush=True)
+        return 0
+
+    return exit_on_user_error(run)
+
+
+if __name__ == "__main__":
+    app.run(main)
