@@ -8,10 +8,12 @@ batch through gradient accumulation (so every run needs the memory of the smalle
 each larger batch with AdamW and with LAMB (You et al. 2019), each at the learning rate scaled
 linearly with the batch (lr x B / B0) and by its square root (lr x sqrt(B / B0), LAMB's rule).
 Warmup is the same share of the sequences in every run. The discriminator's held-out AUC on
-the same held-out sequences is measured six times along each run. Writes into --output_dir:
-  results.jsonl        one line per run: variant, batch, accumulation, lr, AUC along the run
-  table.md             the final held-out AUC (and at half way) of every run
-  auc_vs_sequences.png held-out AUC against sequences seen, one line per run
+the same held-out sequences is measured six times along each run, with the generator's MLM
+accuracy (the AUC is against that run's own generator: a weaker one makes easier replacements).
+Writes into --output_dir:
+  results.jsonl        one line per run: variant, batch, accumulation, lr, both along the run
+  table.md             the held-out AUC half way and at the end, the generator's accuracy
+  auc_vs_sequences.png both against sequences seen, one line per run
 Rerun the same command after an interruption: finished runs are not redone, the one that
 stopped resumes from its checkpoint.
 """
@@ -33,6 +35,9 @@ console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loa
 
 EVALUATIONS = 6  # held-out evaluations along each run
 RESULTS = "results.jsonl"
+# What each run's record keeps of its held-out evaluations: the discriminator's AUC, and the
+# generator's MLM accuracy, which says how hard the replacements it was judged on were.
+HELD_OUT_TAGS = {"auc": "disc_auc", "mlm_accuracy": "mlm_accuracy"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,7 +109,9 @@ def run_batch_sizes(*, output_dir: str, config: str = "pretrain/mini", sequences
     # lazy: TensorFlow loads once the flags are parsed
     from absl import logging
 
+    from electra_tf import run_directory
     from electra_tf.config import load_config
+    from electra_tf.training.callbacks import read_scalars
     from electra_tf.training.pretrain import prepare_demo_data, pretrain
 
     recipe = load_config(config)
@@ -135,13 +142,13 @@ def run_batch_sizes(*, output_dir: str, config: str = "pretrain/mini", sequences
         if result.status != "finished":
             logging.info("stopped during %s: rerun the same command to continue", variant.name)
             return done
-        if not result.held_out:  # finished by an earlier call that stopped before writing
-            raise UserError(f"{result.model_dir} is finished but its results are not in "
-                            f"{RESULTS}: delete that directory and rerun")
+        # From the run's events, not the result: a run finished by an earlier call has them too.
+        held_out = read_scalars(os.path.join(run_directory.tensorboard_dir(result.model_dir),
+                                             "heldout"))
         record = dict(dataclasses.asdict(variant), key=variant.key, sequences=sequences,
                       updates=sequences // variant.batch, seconds=round(result.seconds, 1),
-                      auc=[(step * variant.batch, metrics["disc_auc"])
-                           for step, metrics in result.held_out])
+                      **{name: [(step * variant.batch, value) for step, value in
+                                zip(*held_out[tag])] for name, tag in HELD_OUT_TAGS.items()})
         with open(os.path.join(output_dir, RESULTS), "a", encoding="utf-8") as f:
             f.write(json.dumps(record) + "\n")
         done[variant.key] = record
@@ -150,13 +157,14 @@ def run_batch_sizes(*, output_dir: str, config: str = "pretrain/mini", sequences
 
 def format_table(records: list[dict]) -> str:
     lines = ["| run | global batch | micro-batches | optimizer | lr | updates | held-out AUC "
-             "half way | held-out AUC at the end |", "|---|---|---|---|---|---|---|---|"]
+             "half way | held-out AUC at the end | generator's MLM accuracy at the end |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in records:
         half = r["auc"][len(r["auc"]) // 2 - 1][1]
         lines.append(f"| {r['name']} | {r['batch']} | {r['accumulation']} | "
                      f"{'AdamW' if r['optimizer'] == 'adamw' else 'LAMB'} | "
                      f"{r['learning_rate']:g} | {r['updates']} | {half:.3f} | "
-                     f"**{r['auc'][-1][1]:.3f}** |")
+                     f"**{r['auc'][-1][1]:.3f}** | {r['mlm_accuracy'][-1][1]:.3f} |")
     return "\n".join(lines)
 
 
@@ -165,19 +173,21 @@ def plot(records: list[dict], path: str) -> str | None:
         from matplotlib.figure import Figure
     except ImportError:
         return None
-    figure = Figure(figsize=(7.5, 4.5))
-    ax = figure.add_subplot()
+    figure = Figure(figsize=(11, 4.5))
+    axes = figure.subplots(1, 2)
     colours = {}
     for r in records:
         colour = colours.setdefault(r["batch"], f"C{len(colours)}")
         style = {"recipe": "-", "linear": "--", "sqrt": ":"}[r["rule"]]
         marker = "o" if r["optimizer"] == "adamw" else "s"
-        ax.plot([s for s, _ in r["auc"]], [a for _, a in r["auc"]], style, marker=marker,
-                color=colour, label=f"{r['name']} ({r['learning_rate']:g})")
-    ax.set_xlabel("sequences seen")
-    ax.set_ylabel("held-out discriminator AUC")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+        for ax, name in zip(axes, ("auc", "mlm_accuracy")):
+            ax.plot([s for s, _ in r[name]], [v for _, v in r[name]], style, marker=marker,
+                    color=colour, label=f"{r['name']} ({r['learning_rate']:g})")
+    for ax, label in zip(axes, ("held-out discriminator AUC", "held-out generator MLM accuracy")):
+        ax.set_xlabel("sequences seen")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     return path

@@ -38,14 +38,16 @@ def test_runs_see_the_same_sequences_warmup_share_and_held_out_set():
 def test_report_tables_and_plots_the_results(tmp_path):
     records = [dict(name="B32 AdamW", key="b32_adamw_recipe", batch=32, accumulation=1,
                     optimizer="adamw", learning_rate=5e-4, rule="recipe", updates=12,
-                    auc=[[64 * i, 0.5 + 0.05 * i] for i in range(1, 7)]),
+                    auc=[[64 * i, 0.5 + 0.05 * i] for i in range(1, 7)],
+                    mlm_accuracy=[[64 * i, 0.1] for i in range(1, 7)]),
                dict(name="B64 LAMB lr x2", key="b64_lamb_linear", batch=64, accumulation=2,
                     optimizer="lamb", learning_rate=1e-3, rule="linear", updates=6,
-                    auc=[[64 * i, 0.5 + 0.01 * i] for i in range(1, 7)])]
+                    auc=[[64 * i, 0.5 + 0.01 * i] for i in range(1, 7)],
+                    mlm_accuracy=[[64 * i, 0.05] for i in range(1, 7)])]
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     table, png = batch_sizes.write_report(str(tmp_path))
-    assert "| B32 AdamW | 32 | 1 | AdamW | 0.0005 | 12 | 0.650 | **0.800** |" in table
-    assert "| B64 LAMB lr x2 | 64 | 2 | LAMB | 0.001 | 6 | 0.530 | **0.560** |" in table
+    assert "| B32 AdamW | 32 | 1 | AdamW | 0.0005 | 12 | 0.650 | **0.800** | 0.100 |" in table
+    assert "| B64 LAMB lr x2 | 64 | 2 | LAMB | 0.001 | 6 | 0.530 | **0.560** | 0.050 |" in table
     assert (tmp_path / "table.md").read_text().strip() == table
     assert png and (tmp_path / "auc_vs_sequences.png").stat().st_size > 10000
 
@@ -71,7 +73,8 @@ def test_a_tiny_guide_runs_reports_and_resumes(tmp_path):
                                            "b64_adamw_sqrt", "b64_lamb_linear", "b64_lamb_sqrt"]
     for record in records:
         assert [s for s, _ in record["auc"]] == [64 * i for i in range(1, 7)]
-        assert all(0.0 <= auc <= 1.0 for _, auc in record["auc"])
+        assert [s for s, _ in record["mlm_accuracy"]] == [64 * i for i in range(1, 7)]
+        assert all(0.0 <= v <= 1.0 for _, v in record["auc"] + record["mlm_accuracy"])
     assert "| B64 LAMB lr x sqrt(2) | 64 | 2 | LAMB |" in result.stdout
     assert (tmp_path / "out" / "auc_vs_sequences.png").exists()
     again = run_in_process(args, module="electra_tf.study.batch_sizes")
