@@ -180,7 +180,7 @@ class RunConfig:
     log_every_steps: int = 100
     steps_per_execution: int = 1
     eval_every_steps: int = 0  # with --eval_data: held-out metrics every N steps (0: at the end)
-    eval_batches: int = 8  # held-out batches of train_batch_size per evaluation
+    eval_batches: int = 8  # held-out micro-batches (train_batch_size / accumulation) per evaluation
 
     def validate(self) -> None:
         require_positive(self, "run", (

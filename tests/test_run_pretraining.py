@@ -224,9 +224,17 @@ def test_eval_data_smaller_than_a_batch_is_refused(fixture_data, tmp_path):
                                      "--eval_data", str(small)))
     assert result.returncode != 0
     last = result.stderr.strip().splitlines()[-1]
-    assert last == ("error: --eval_data holds 3 records, fewer than one batch of 8: give more "
-                    "held-out records or a smaller run.train_batch_size")
+    assert last == ("error: --eval_data holds 3 records, fewer than one held-out batch of 8 "
+                    "(run.train_batch_size / run.gradient_accumulation_steps): give more "
+                    "held-out records or a smaller batch")
     assert not (tmp_path / "run" / "checkpoints").exists()
+
+    # With accumulation the held-out batches are micro-batches: 4 x 2 needs 2 records.
+    accumulated = run_in_process(cli_args(data, vocab, tmp_path / "accumulated", 2, "--noexport",
+                                          "--eval_data", str(small), "--override",
+                                          "run.gradient_accumulation_steps=4"))
+    assert accumulated.returncode == 0, accumulated.stderr[-3000:]
+    assert "held-out at step 2: disc_auc" in accumulated.stderr
 
 
 def test_vocab_file_without_data_is_refused(tmp_path):

@@ -90,8 +90,8 @@ def _run_overrides(variant: Variant, sequences: int, warmup_share: float,
             f"run.eval_every_steps={updates // EVALUATIONS}",
             f"run.save_checkpoints_steps={max(1, updates // EVALUATIONS)}",
             f"run.log_every_steps={max(1, updates // 24)}",
-            # the same held-out sequences for every batch size: whole batches of this run's
-            f"run.eval_batches={max(1, held_out_sequences // variant.batch)}"]
+            # the same held-out sequences for every batch: micro-batches of the recipe's batch
+            f"run.eval_batches={held_out_sequences // (variant.batch // variant.accumulation)}"]
 
 
 def read_results(output_dir: str) -> dict[str, dict]:
@@ -104,9 +104,10 @@ def read_results(output_dir: str) -> dict[str, dict]:
 
 def run_batch_sizes(*, output_dir: str, config: str = "pretrain/mini", sequences: int = 49152,
                     batches: tuple[int, ...] = (128, 512), warmup_share: float = 0.05,
-                    held_out_sequences: int = 512, seed: int = 0) -> dict[str, dict]:
+                    held_out_sequences: int = 224, seed: int = 0) -> dict[str, dict]:
     """Runs every variant not in output_dir's results yet; returns the results by key."""
     # lazy: TensorFlow loads once the flags are parsed
+    import tensorflow as tf
     from absl import logging
 
     from electra_tf import run_directory
@@ -121,11 +122,15 @@ def run_batch_sizes(*, output_dir: str, config: str = "pretrain/mini", sequences
         raise UserError(f"--sequences {sequences} must be a multiple of {EVALUATIONS} x the "
                         f"largest batch ({EVALUATIONS * largest}): every run evaluates "
                         f"{EVALUATIONS} times at whole updates")
-    if held_out_sequences % largest:
+    if held_out_sequences % base_batch:
         raise UserError(f"--held_out_sequences {held_out_sequences} must be a multiple of the "
-                        f"largest batch {largest}")
+                        f"recipe's batch {base_batch} (the held-out micro-batch)")
     os.makedirs(output_dir, exist_ok=True)
     data, held_out, vocab = prepare_demo_data(os.path.join(output_dir, "shared"))
+    available = sum(1 for _ in tf.data.TFRecordDataset(tf.io.gfile.glob(held_out)))
+    if available < held_out_sequences:
+        raise UserError(f"--held_out_sequences {held_out_sequences}: the held-out records hold "
+                        f"{available}; every run must be evaluated on the same sequences")
     done = read_results(output_dir)
     variants = plan_variants(base_batch, base_lr, list(batches))
     for index, variant in enumerate(variants, 1):
@@ -143,12 +148,12 @@ def run_batch_sizes(*, output_dir: str, config: str = "pretrain/mini", sequences
             logging.info("stopped during %s: rerun the same command to continue", variant.name)
             return done
         # From the run's events, not the result: a run finished by an earlier call has them too.
-        held_out = read_scalars(os.path.join(run_directory.tensorboard_dir(result.model_dir),
-                                             "heldout"))
+        scalars = read_scalars(os.path.join(run_directory.tensorboard_dir(result.model_dir),
+                                            "heldout"))
         record = dict(dataclasses.asdict(variant), key=variant.key, sequences=sequences,
                       updates=sequences // variant.batch, seconds=round(result.seconds, 1),
                       **{name: [(step * variant.batch, value) for step, value in
-                                zip(*held_out[tag])] for name, tag in HELD_OUT_TAGS.items()})
+                                zip(*scalars[tag])] for name, tag in HELD_OUT_TAGS.items()})
         with open(os.path.join(output_dir, RESULTS), "a", encoding="utf-8") as f:
             f.write(json.dumps(record) + "\n")
         done[variant.key] = record
@@ -212,7 +217,8 @@ flags.DEFINE_integer("sequences", 49152, "Sequences every run trains on (a multi
 flags.DEFINE_list("batches", ["128", "512"], "The larger global batch sizes, multiples of "
                   "the recipe's.")
 flags.DEFINE_float("warmup_share", 0.05, "Warmup as a share of each run's updates.")
-flags.DEFINE_integer("held_out_sequences", 512, "Held-out sequences per evaluation.")
+flags.DEFINE_integer("held_out_sequences", 224, "Held-out sequences per evaluation, the same "
+                     "for every run (the demonstration corpus holds out 226).")
 flags.DEFINE_integer("seed", 0, "objective.seed of every run.")
 
 

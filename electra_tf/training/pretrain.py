@@ -144,11 +144,18 @@ def check_model_dir(model_dir: str, config: ElectraConfig) -> None:
                            "config. Nothing was changed.")
 
 
+def held_out_batch_size(run) -> int:
+    """The held-out evaluation's batch: the training micro-batch (train_batch_size over
+    gradient_accumulation_steps), so it fits wherever training does."""
+    return run.train_batch_size // run.gradient_accumulation_steps
+
+
 def _check_eval_records(eval_files: list[str], batch: int) -> None:
     records = sum(1 for _ in tf.data.TFRecordDataset(eval_files).take(batch))
     if records < batch:  # evaluation drops partial batches: it would have nothing to read
-        raise RunError(f"--eval_data holds {records} records, fewer than one batch of "
-                       f"{batch}: give more held-out records or a smaller run.train_batch_size")
+        raise RunError(f"--eval_data holds {records} records, fewer than one held-out batch of "
+                       f"{batch} (run.train_batch_size / run.gradient_accumulation_steps): "
+                       "give more held-out records or a smaller batch")
 
 
 @dataclasses.dataclass
@@ -242,7 +249,7 @@ def pretrain(*, config: str | None = None, data: str | None = None,
                                     assume_bert_vocabulary)
         pipeline.check_sequence_length(metadata, run_config.run.max_seq_length)
         if eval_files:
-            _check_eval_records(eval_files, run_config.run.train_batch_size)
+            _check_eval_records(eval_files, held_out_batch_size(run_config.run))
         check_model_dir(stage_dir, run_config)
         return _Stage(label, stage_dir, run_config, files, eval_files)
 
@@ -344,8 +351,8 @@ def _train(stage: _Stage, config_name, strategy, init_checkpoint, jit_compile, e
         if not eval_files:
             return []
         held_out = pipeline.make_held_out_dataset(
-            eval_files, config.run.train_batch_size, config.run.max_seq_length, config.objective,
-            config.run.eval_batches)
+            eval_files, held_out_batch_size(config.run), config.run.max_seq_length,
+            config.objective, config.run.eval_batches)
         evaluation = callbacks.HeldOutEvaluation(
             held_out, total, start, config.run.eval_every_steps,
             os.path.join(run_directory.tensorboard_dir(write_dir), "heldout"))

@@ -26,12 +26,12 @@ def test_runs_see_the_same_sequences_warmup_share_and_held_out_set():
     variants = batch_sizes.plan_variants(32, 5e-4, [512])
     for variant in variants:
         overrides = dict(o.split("=", 1) for o in batch_sizes._run_overrides(
-            variant, 49152, 0.05, 512))
+            variant, 49152, 0.05, 224))
         updates = int(overrides["optimizer.train_steps"])
         assert updates * variant.batch == 49152
         assert int(overrides["run.gradient_accumulation_steps"]) * 32 == variant.batch
         assert int(overrides["run.eval_every_steps"]) * 6 == updates
-        assert int(overrides["run.eval_batches"]) * variant.batch == 512
+        assert int(overrides["run.eval_batches"]) * 32 == 224  # micro-batches of 32
         assert int(overrides["optimizer.warmup_steps"]) == round(0.05 * updates)
 
 
