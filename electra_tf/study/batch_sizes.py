@@ -151,7 +151,7 @@ def run_batch_sizes(*, output_dir: str, config: str = "pretrain/mini", sequences
         scalars = read_scalars(os.path.join(run_directory.tensorboard_dir(result.model_dir),
                                             "heldout"))
         record = dict(dataclasses.asdict(variant), key=variant.key, sequences=sequences,
-                      updates=sequences // variant.batch, seconds=round(result.seconds, 1),
+                      updates=sequences // variant.batch,
                       **{name: [(step * variant.batch, value) for step, value in
                                 zip(*scalars[tag])] for name, tag in HELD_OUT_TAGS.items()})
         with open(os.path.join(output_dir, RESULTS), "a", encoding="utf-8") as f:
