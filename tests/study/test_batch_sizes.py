@@ -8,6 +8,8 @@ from electra_tf.errors import UserError
 from electra_tf.study import batch_sizes
 from tests.run_helpers import run_in_process
 
+MODULE = "electra_tf.study.batch_sizes.__main__"
+
 
 def test_every_larger_batch_gets_adamw_and_lamb_at_linear_and_sqrt_rates():
     variants = batch_sizes.plan_variants(32, 5e-4, [128, 512])
@@ -55,7 +57,7 @@ def test_report_tables_and_plots_the_results(tmp_path):
 def test_sequences_that_do_not_split_into_six_evaluations_are_refused(tmp_path):
     result = run_in_process(["--output_dir", tmp_path / "out", "--config", "pretrain/demo",
                              "--sequences", "1000", "--batches", "64"],
-                            module="electra_tf.study.batch_sizes")
+                            module=MODULE)
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert "error: --sequences 1000 must be a multiple of 6 x the largest batch (384)" in \
         result.stderr
@@ -66,7 +68,7 @@ def test_sequences_that_do_not_split_into_six_evaluations_are_refused(tmp_path):
 def test_a_tiny_guide_runs_reports_and_resumes(tmp_path):
     args = ["--output_dir", tmp_path / "out", "--config", "pretrain/demo", "--sequences", "384",
             "--batches", "64", "--held_out_sequences", "64"]
-    result = run_in_process(args, module="electra_tf.study.batch_sizes")
+    result = run_in_process(args, module=MODULE)
     assert result.returncode == 0, result.stderr[-3000:]
     records = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").open()]
     assert [r["key"] for r in records] == ["b32_adamw_recipe", "b64_adamw_linear",
@@ -77,5 +79,5 @@ def test_a_tiny_guide_runs_reports_and_resumes(tmp_path):
         assert all(0.0 <= v <= 1.0 for _, v in record["auc"] + record["mlm_accuracy"])
     assert "| B64 LAMB lr x sqrt(2) | 64 | 2 | LAMB |" in result.stdout
     assert (tmp_path / "out" / "auc_vs_sequences.png").exists()
-    again = run_in_process(args, module="electra_tf.study.batch_sizes")
+    again = run_in_process(args, module=MODULE)
     assert again.returncode == 0 and "[1/5]" not in again.stderr
