@@ -519,6 +519,19 @@ def test_cli_refuses_an_existing_version_unless_overwrite(run_dir, tmp_path):
     assert sorted(tf.saved_model.load(str(output / "5")).signatures) == ["serving_default"]
 
 
+def test_cli_jit_compile_writes_a_compiled_forward_pass(run_dir, tmp_path):
+    run, model, (ids, mask, segments) = run_dir
+    result = export_main("--model_dir", str(run), "--output_dir", str(tmp_path / "served"),
+                         "--jit_compile", "--nowith_examples")
+    assert result.returncode == 0, result.stderr[-3000:]
+    serve = tf.saved_model.load(str(tmp_path / "served" / "5")).signatures["serving_default"]
+    assert any(marker.endswith(":_XlaMustCompile") for marker in op_report(serve)[1])
+    out = serve(input_ids=tf.constant(ids), input_mask=tf.constant(mask),
+                segment_ids=tf.constant(segments))
+    np.testing.assert_allclose(out["logits"].numpy(), keras_logits(model, ids, mask, segments),
+                               atol=1e-5, rtol=0)
+
+
 @pytest.mark.parametrize("case, fragment", [
     ("no_model_dir", "is not a directory"),
     ("no_config", "has no config.yaml"),

@@ -4,11 +4,14 @@ r"""Times one ELECTRA pretraining step and prints a JSON line (tokens/s, model G
   python -m electra_tf.benchmarks.steps --task qa --size small --batch 16 --seq 384 --steps 10
   python -m electra_tf.benchmarks.steps --size small --precision bf16
   python -m electra_tf.benchmarks.steps --size small --steps 3 --profile /tmp/electra_profile
+  python -m electra_tf.benchmarks.steps --task infer --batch 1 --steps 300 --jit_compile \
+      --against_plain_export
 
 The benchmark first measures the machine's matmul peak in the same run (a 2048^3 tf.matmul in
 float32, and in the step's half type under bf16 or fp16; `--nopeak` skips it) and adds
 `peak_gflop_per_s` and `fraction_of_peak` (model GFLOP/s over the peak of the step's matmul
-type) to the line.
+type) to the line. The line also names the CPU (`cpu`, `cores`, and `cpu_flags`: which of
+AVX-512, AVX-512 BF16 and AMX it has), since the ratios differ between CPU families.
 `--profile DIR` traces `--profile_steps` more steps with the TensorFlow profiler into DIR,
 prints the op time per category (electra_tf.training.profile_breakdown) before the line and
 adds it to the line as `profile` (ms per step).
@@ -44,6 +47,7 @@ import numpy as np
 from absl import app, flags
 
 from electra_tf import console
+from electra_tf.benchmarks.machine import cpu_description
 from electra_tf.config import FinetuneConfig, QAConfig, load_config
 from electra_tf.training.flops import encoder_flops_per_token, pretraining_step_flops
 
@@ -60,7 +64,9 @@ flags.DEFINE_integer("warmup", 2, "Untimed steps after compilation.")
 flags.DEFINE_enum("precision", "float32", ["float32", "bf16", "fp16"],
                   "Keras dtype policy: float32, mixed_bfloat16 or mixed_float16.")
 flags.DEFINE_bool("jit_compile", None, "Compile the train step with XLA (default: only when a "
-                  "GPU is present; on CPU it measured slower than TensorFlow's own kernels).")
+                  "GPU is present; on CPU it measured slower than TensorFlow's own kernels). "
+                  "--task infer: time the export made with jit_compile (the forward pass "
+                  "XLA-compiled in the signature).")
 flags.DEFINE_integer("threads", 0, "TensorFlow intra-op threads (0: TensorFlow's default).")
 flags.DEFINE_multi_string("override", [], "Config overrides, section.key=value.")
 flags.DEFINE_enum("task", "pretrain", ["pretrain", "classify", "qa", "infer"],
@@ -83,6 +89,9 @@ flags.DEFINE_bool("against_keras_hub_layers", False, "pretrain and infer: also t
                   "transformer before its faster call), alternating step by step with ours in "
                   "one process, so that the machine's drift hits both alike; adds "
                   "`keras_hub_layers` and `speedup_vs_keras_hub_layers` to the line.")
+flags.DEFINE_bool("against_plain_export", False, "infer with --jit_compile: also time the plain "
+                  "export (no XLA) of the same model, alternating call by call with the "
+                  "compiled one; adds `plain_export` and `speedup_vs_plain_export` to the line.")
 
 POLICIES = {"float32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 MATMUL_DTYPES = {"float32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -114,7 +123,8 @@ def main(argv):
     if jit_compile is None:
         jit_compile = bool(tf.config.list_physical_devices("GPU"))
     record = {"impl": f"electra_tf keras {keras.__version__} tf {tf.__version__}"
-                      + (" xla" if jit_compile and FLAGS.task != "infer" else ""),
+                      + (" xla" if jit_compile else ""),
+              **cpu_description(),
               "task": FLAGS.task, "size": FLAGS.size, "batch": FLAGS.batch, "seq": FLAGS.seq,
               "gradient_accumulation_steps": FLAGS.gradient_accumulation_steps,
               "precision": FLAGS.precision, "threads": FLAGS.threads or "default"}
@@ -128,7 +138,7 @@ def main(argv):
     elif FLAGS.task == "qa":
         record.update(_question_answering(config, jit_compile))
     else:
-        record.update(_infer(config))
+        record.update(_infer(config, jit_compile))
     record.update(peak_memory(tf))
     if FLAGS.peak:
         record["peak_gflop_per_s"] = peaks
@@ -202,10 +212,10 @@ def _time(step, steps, warmup):
     return compile_s, sorted(times)
 
 
-def _time_against_keras_hub_layers(step, baseline_step, flops):
+def _time_alternately(step, baseline_step, flops, baseline_name="keras_hub_layers"):
     """`step` and `baseline_step` timed alternately, one call of each per round after their
-    compilation and warmup: ((compile seconds, sorted times) of `step`, {"keras_hub_layers":
-    the baseline's rates, "speedup_vs_keras_hub_layers": its median over ours})."""
+    compilation and warmup: ((compile seconds, sorted times) of `step`, {baseline_name: the
+    baseline's rates, "speedup_vs_<baseline_name>": its median over ours})."""
     compile_s, _ = _time(step, 0, FLAGS.warmup)
     baseline_compile_s, _ = _time(baseline_step, 0, FLAGS.warmup)
     times, baseline_times = [], []
@@ -216,8 +226,8 @@ def _time_against_keras_hub_layers(step, baseline_step, flops):
             record.append(time.perf_counter() - start)
     baseline = _rates(sorted(baseline_times), baseline_compile_s, flops)
     speedup = statistics.median(baseline_times) / statistics.median(times)
-    return (compile_s, sorted(times)), {"keras_hub_layers": baseline,
-                                        "speedup_vs_keras_hub_layers": round(speedup, 3)}
+    return (compile_s, sorted(times)), {baseline_name: baseline,
+                                        f"speedup_vs_{baseline_name}": round(speedup, 3)}
 
 
 def with_keras_hub_layers(model):
@@ -270,7 +280,7 @@ def _pretrain(config, jit_compile):
     if FLAGS.against_keras_hub_layers:
         baseline_step = training_step(with_keras_hub_layers(
             build_pretrainer(config.model, objective)))
-        (compile_s, times), baseline = _time_against_keras_hub_layers(step, baseline_step, flops)
+        (compile_s, times), baseline = _time_alternately(step, baseline_step, flops)
     else:
         compile_s, times = _time(step, FLAGS.steps, FLAGS.warmup)
     return {**_rates(times, compile_s, flops), **baseline, **_profile(step)}
@@ -362,7 +372,7 @@ def _question_answering(config, jit_compile):
     return _finetune(model, config, labels, jit_compile)
 
 
-def _infer(config):
+def _infer(config, jit_compile):
     """serving_default of the exported classifier, loaded back as a model server would."""
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     import tensorflow as tf
@@ -373,9 +383,9 @@ def _infer(config):
     inputs = {k: tf.constant(v) for k, v in _pair_inputs(config.model.vocab_size).items()}
     flops = FLAGS.batch * FLAGS.seq * encoder_flops_per_token(config.model, FLAGS.seq)
 
-    def serving_step(model, directory):
+    def serving_step(model, directory, jit_compile=jit_compile):
         export_classifier(model, directory, task="benchmark", label_names=("a", "b", "c"),
-                          with_examples=False)
+                          with_examples=False, jit_compile=jit_compile)
         serve = tf.saved_model.load(directory).signatures["serving_default"]
         return lambda: serve(**inputs)["logits"].numpy()
 
@@ -385,8 +395,13 @@ def _infer(config):
         if FLAGS.against_keras_hub_layers:
             baseline_step = serving_step(with_keras_hub_layers(
                 ElectraClassifier(config.model, num_labels=3)), f"{directory}/keras_hub")
-            (compile_s, times), baseline = _time_against_keras_hub_layers(
+            (compile_s, times), baseline = _time_alternately(
                 step, baseline_step, flops)
+        elif FLAGS.against_plain_export and jit_compile:
+            plain_step = serving_step(ElectraClassifier(config.model, num_labels=3),
+                                      f"{directory}/plain", jit_compile=False)
+            (compile_s, times), baseline = _time_alternately(
+                step, plain_step, flops, baseline_name="plain_export")
         else:
             compile_s, times = _time(step, FLAGS.steps, FLAGS.warmup)
         profile = _profile(step)

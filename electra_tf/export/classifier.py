@@ -24,15 +24,16 @@ import keras
 import tensorflow as tf
 
 from electra_tf.export.savedmodel import (TEXT_SIGNATURE, ExportError, add_id_endpoints,
-                                          load_text_tokenizer, validated_inputs)
+                                          compiled, load_text_tokenizer, validated_inputs)
 
 
 def export_classifier(model, export_dir: str, *, task: str, label_names=None,
                       label_range=(0.0, 1.0), with_examples: bool = True,
                       with_tokenizer: bool = False, pair: bool = False,
                       vocab_file: str | None = None, lower_case: bool = True,
-                      max_seq_length: int = 128) -> str:
-    """Writes the SavedModel of an `ElectraClassifier` described above; returns `export_dir`."""
+                      max_seq_length: int = 128, jit_compile: bool = False) -> str:
+    """Writes the SavedModel of an `ElectraClassifier` described above; returns `export_dir`.
+    `jit_compile` compiles the forward pass with XLA (`electra_tf.export.savedmodel`)."""
     config = model.model_config
     if not model.regression and len(label_names or ()) != model.num_labels:
         raise ExportError(f"the classifier has {model.num_labels} labels, got label_names "
@@ -41,14 +42,17 @@ def export_classifier(model, export_dir: str, *, task: str, label_names=None,
     archive = keras.export.ExportArchive()
     archive.track(model)
 
-    def outputs(input_ids, input_mask, segment_ids):
-        input_ids, input_mask, segment_ids = validated_inputs(
-            input_ids, input_mask, segment_ids, config)
+    def forward(input_ids, input_mask, segment_ids):
         result = model({"input_ids": input_ids, "input_mask": input_mask,
                         "segment_ids": segment_ids}, training=False)
         if model.regression:
             return {"predictions": result * (high - low) + low}
         return {"logits": result, "probabilities": tf.nn.softmax(result)}
+
+    forward = compiled(forward, jit_compile)
+
+    def outputs(input_ids, input_mask, segment_ids):
+        return forward(*validated_inputs(input_ids, input_mask, segment_ids, config))
 
     add_id_endpoints(archive, outputs, with_examples)
     trackable = archive._tf_trackable  # ExportArchive has no public hook for extra objects

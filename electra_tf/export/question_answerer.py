@@ -26,7 +26,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from electra_tf.export.savedmodel import (INPUT_NAMES, TEXT_SIGNATURE, add_id_endpoints,
+from electra_tf.export.savedmodel import (INPUT_NAMES, TEXT_SIGNATURE, add_id_endpoints, compiled,
                                           load_text_tokenizer, validated_inputs)
 from electra_tf.models.question_answerer import BEAM_OUTPUTS
 
@@ -34,20 +34,25 @@ from electra_tf.models.question_answerer import BEAM_OUTPUTS
 def export_question_answerer(model, export_dir: str, *, task: str, with_examples: bool = True,
                              with_tokenizer: bool = False, vocab_file: str | None = None,
                              lower_case: bool = True, max_seq_length: int = 512,
-                             max_query_length: int = 64, max_answer_length: int = 30) -> str:
-    """Writes the SavedModel of an `ElectraQuestionAnswerer` described above; returns export_dir."""
+                             max_query_length: int = 64, max_answer_length: int = 30,
+                             jit_compile: bool = False) -> str:
+    """Writes the SavedModel of an `ElectraQuestionAnswerer` described above; returns export_dir.
+    `jit_compile` compiles the forward pass with XLA (`electra_tf.export.savedmodel`)."""
     config = model.model_config
     beam = model.beam_size
     archive = keras.export.ExportArchive()
     archive.track(model)
 
-    def outputs(input_ids, input_mask, segment_ids):
-        input_ids, input_mask, segment_ids = validated_inputs(input_ids, input_mask, segment_ids,
-                                                              config)
+    def forward(input_ids, input_mask, segment_ids):
         short = tf.maximum(beam - tf.shape(input_ids)[1], 0)  # top-k needs k positions
         padded = [tf.pad(t, [[0, 0], [0, short]]) for t in (input_ids, input_mask, segment_ids)]
         result = model(dict(zip(INPUT_NAMES, padded)), training=False)
         return {name: result[name] for name in BEAM_OUTPUTS}
+
+    forward = compiled(forward, jit_compile)
+
+    def outputs(input_ids, input_mask, segment_ids):
+        return forward(*validated_inputs(input_ids, input_mask, segment_ids, config))
 
     add_id_endpoints(archive, outputs, with_examples)
     trackable = archive._tf_trackable  # ExportArchive has no public hook for extra objects

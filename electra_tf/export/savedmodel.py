@@ -1,6 +1,7 @@
 """Export of the pretrained discriminator as a SavedModel that TF Serving loads.
 
-Signatures (all written with `keras.export.ExportArchive`, TensorFlow backend, traced without XLA):
+Signatures (all written with `keras.export.ExportArchive`, TensorFlow backend, traced without XLA
+unless `jit_compile`, below):
 
 - `serving_default`: int32 `input_ids`, `input_mask`, `segment_ids` [batch, seq], both dimensions
   dynamic -> float32 `logits` and `probabilities` (sigmoid) of "replaced" [batch, seq]. The
@@ -26,6 +27,13 @@ Signatures (all written with `keras.export.ExportArchive`, TensorFlow backend, t
 
 For the MLM baseline (no discriminator) every signature returns the encoder's float32
 `sequence_output` [batch, seq, hidden] instead of logits and probabilities.
+
+`jit_compile=True` (every exporter in `electra_tf.export` takes it) compiles the model's
+forward pass with XLA inside every signature (input checks, parsing and tokenization stay plain
+ops): the same outputs within float32 rounding, faster on a CPU for small batches (fewer,
+fused kernels), and each new [batch, seq] shape compiles once (about a second for
+ELECTRA-Small) and is cached. A stock `tensorflow_model_server` runs it only when started with
+`--xla_cpu_compilation_enabled=true`; Python's `tf.saved_model.load` needs nothing.
 """
 
 from __future__ import annotations
@@ -50,12 +58,13 @@ class ExportError(UserError):
 def export_discriminator(pretrainer, export_dir: str, *, with_examples: bool = True,
                          with_tokenizer: bool = False, vocab_file: str | None = None,
                          lower_case: bool = True, strip_accents: bool | None = None,
-                         max_seq_length: int = 128) -> str:
+                         max_seq_length: int = 128, jit_compile: bool = False) -> str:
     """Writes the SavedModel described in the module docstring to `export_dir`; returns it.
 
     `with_tokenizer=True` adds `serve_text` and needs `vocab_file` (the run's vocab.txt);
     `lower_case` / `strip_accents` must match how the training data was tokenized, and
-    `max_seq_length` (>= 2, at most the position table) bounds `[CLS] tokens [SEP]`.
+    `max_seq_length` (>= 2, at most the position table) bounds `[CLS] tokens [SEP]`;
+    `jit_compile` compiles the forward pass with XLA (module docstring).
     """
     config = pretrainer.model_config
     archive = keras.export.ExportArchive()
@@ -63,17 +72,21 @@ def export_discriminator(pretrainer, export_dir: str, *, with_examples: bool = T
     if pretrainer.discriminator is not None:
         archive.track(pretrainer.discriminator_head)
 
-    def outputs(input_ids, input_mask, segment_ids):
-        input_ids, input_mask, segment_ids = validated_inputs(
-            input_ids, input_mask, segment_ids, config)
+    def forward(input_ids, input_mask, segment_ids):
         if pretrainer.discriminator is None:
             output = pretrainer.encoder(input_ids, input_mask, segment_ids, training=False)
             return {"sequence_output": tf.cast(output, tf.float32)}
         logits = pretrainer.discriminator_logits(input_ids, input_mask, segment_ids)
         return {"logits": logits, "probabilities": tf.sigmoid(logits)}
 
+    forward = compiled(forward, jit_compile)
+
+    def outputs(input_ids, input_mask, segment_ids):
+        return forward(*validated_inputs(input_ids, input_mask, segment_ids, config))
+
     # The first endpoint is the default; ExportArchive wraps each one in a tf.function without
-    # jit_compile (plain TensorFlow ops) and without autograph.
+    # jit_compile (plain TensorFlow ops; `forward` may be a compiled function inside it) and
+    # without autograph.
     archive.add_endpoint(
         DEFAULT_SIGNATURE, outputs,
         input_signature=[tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES])
@@ -104,6 +117,11 @@ def export_discriminator(pretrainer, export_dir: str, *, with_examples: bool = T
         archive._tf_trackable.vocab_file = vocab_asset
     archive.write_out(export_dir, verbose=False)
     return export_dir
+
+
+def compiled(forward, jit_compile: bool):
+    """`forward` as one XLA-compiled function when `jit_compile`, else `forward` itself."""
+    return tf.function(forward, jit_compile=True, autograph=False) if jit_compile else forward
 
 
 def validated_inputs(input_ids, input_mask, segment_ids, config):

@@ -38,17 +38,20 @@ import keras
 import tensorflow as tf
 
 from electra_tf.export.savedmodel import (INPUT_NAMES, TEXT_SIGNATURE, ExportError,
-                                          add_id_endpoints, load_text_tokenizer, validated_inputs)
+                                          add_id_endpoints, compiled, load_text_tokenizer,
+                                          validated_inputs)
 
 
 def export_tagger(model, export_dir: str, *, task: str, tag_names, with_examples: bool = True,
                   with_tokenizer: bool = False, vocab_file: str | None = None,
-                  lower_case: bool = True, max_seq_length: int = 256) -> str:
+                  lower_case: bool = True, max_seq_length: int = 256,
+                  jit_compile: bool = False) -> str:
     """Writes the SavedModel of an `ElectraTagger` described above; returns `export_dir`.
 
     `tag_names` are the model's tags in id order (`TagSpace.labels`); `with_tokenizer=True` adds
     `serve_text` and needs `vocab_file`; `lower_case` and `max_seq_length` (>= 2) must match the
-    fine-tuning run's.
+    fine-tuning run's; `jit_compile` compiles the forward pass with XLA
+    (`electra_tf.export.savedmodel`).
     """
     tag_names = [str(name) for name in tag_names or ()]
     if len(tag_names) != model.num_tags:
@@ -58,11 +61,15 @@ def export_tagger(model, export_dir: str, *, task: str, tag_names, with_examples
     archive = keras.export.ExportArchive()
     archive.track(model)
 
-    def outputs(input_ids, input_mask, segment_ids):
-        inputs = validated_inputs(input_ids, input_mask, segment_ids, config)
+    def forward(*inputs):
         logits = model(dict(zip(INPUT_NAMES, inputs)), training=False)
         return {"tag_ids": tf.argmax(logits, axis=-1, output_type=tf.int32),
                 "probabilities": tf.nn.softmax(logits), "logits": logits}
+
+    forward = compiled(forward, jit_compile)
+
+    def outputs(input_ids, input_mask, segment_ids):
+        return forward(*validated_inputs(input_ids, input_mask, segment_ids, config))
 
     add_id_endpoints(archive, outputs, with_examples)
     trackable = archive._tf_trackable  # ExportArchive has no public hook for extra objects

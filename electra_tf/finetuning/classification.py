@@ -148,7 +148,8 @@ def _export(model, export_dir: str, card: dict, config: FinetuneConfig,
         label_range=tuple(card["label_range"]), with_examples=options.with_examples,
         with_tokenizer=options.with_tokenizer, pair=card["pair"], vocab_file=options.vocab_file,
         lower_case=config.finetune.lower_case,
-        max_seq_length=options.max_seq_length or config.finetune.max_seq_length)
+        max_seq_length=options.max_seq_length or config.finetune.max_seq_length,
+        jit_compile=options.jit_compile)
 
 
 KIND = TaskKind(

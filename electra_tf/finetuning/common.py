@@ -72,6 +72,7 @@ class ExportOptions:
     with_examples: bool = True
     vocab_file: str | None = None
     max_seq_length: int | None = None  # None: the run's finetune.max_seq_length
+    jit_compile: bool = False  # the forward pass XLA-compiled (electra_tf.export.savedmodel)
 
 
 @dataclasses.dataclass(frozen=True)

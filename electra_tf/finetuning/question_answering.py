@@ -253,7 +253,7 @@ def _export(model, export_dir: str, card: dict, config: FinetuneConfig,
         lower_case=config.finetune.lower_case,
         max_seq_length=options.max_seq_length or config.finetune.max_seq_length,
         max_query_length=config.qa.max_query_length,
-        max_answer_length=config.qa.max_answer_length)
+        max_answer_length=config.qa.max_answer_length, jit_compile=options.jit_compile)
 
 
 KIND = TaskKind(

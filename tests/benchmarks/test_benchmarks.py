@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from electra_tf.benchmarks.machine import cpu_description
 from electra_tf.config import load_config
 from electra_tf.training.flops import pretraining_step_flops
 from electra_tf.training.profile_breakdown import format_breakdown, op_breakdown
@@ -48,6 +49,7 @@ def test_benchmark_prints_a_json_line():
     # By default the line carries the machine's float32 matmul peak and the step's share of it.
     assert record["peak_gflop_per_s"]["float32"] > 0 and record["fraction_of_peak"] > 0
     assert record["peak_host_memory_mib"] > 100 and record["gradient_accumulation_steps"] == 1
+    assert record["cpu"] and record["cores"] >= 1 and isinstance(record["cpu_flags"], list)
 
 
 @pytest.mark.slow
@@ -135,6 +137,32 @@ def test_benchmark_against_keras_hub_layers(task):
     # From tokens/s: a tiny model's median_step_s, rounded to 0.1 ms, is too coarse.
     assert record["speedup_vs_keras_hub_layers"] == pytest.approx(
         record["tokens_per_s"] / baseline["tokens_per_s"], rel=0.01)
+
+
+@pytest.mark.slow
+def test_infer_benchmark_times_the_compiled_export_against_the_plain_one():
+    record = _json_lines("electra_tf.benchmarks.steps", "--task", "infer", "--size", "tiny",
+                         "--batch", "2", "--seq", "16", "--steps", "3", "--warmup", "0",
+                         "--nopeak", "--jit_compile", "--against_plain_export",
+                         own_process=False)[-1]
+    assert record["impl"].endswith(" xla")
+    assert record["plain_export"]["tokens_per_s"] > 0
+    assert record["speedup_vs_plain_export"] == pytest.approx(
+        record["tokens_per_s"] / record["plain_export"]["tokens_per_s"], rel=0.01)
+
+
+def test_cpu_description_names_the_model_and_the_flags_of_note(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8481C\n"
+                       "flags\t\t: fpu sse2 avx2 avx512f avx512_bf16 amx_tile amx_bf16\n\n"
+                       "processor\t: 1\nmodel name\t: other\nflags\t\t: fpu\n")
+    described = cpu_description(str(cpuinfo))
+    assert described["cpu"] == "Intel(R) Xeon(R) Platinum 8481C"
+    assert described["cpu_flags"] == ["AVX-512", "AVX-512 BF16", "AMX-BF16", "AMX"]
+    assert described["cores"] >= 1
+    cpuinfo.write_text("model name\t: AMD EPYC\nflags\t\t: avx2 avx512f avx512_bf16\n")
+    assert cpu_description(str(cpuinfo))["cpu_flags"] == ["AVX-512", "AVX-512 BF16"]
+    assert cpu_description(str(tmp_path / "missing"))["cpu_flags"] == []
 
 
 def test_with_keras_hub_layers_runs_keras_hub_attention_with_the_same_result():

@@ -1,0 +1,32 @@
+"""What a benchmark line says about the CPU it ran on: model, cores and the flags that decide
+which kernels run (AVX-512, AVX-512 BF16, AMX), so numbers from different machines can be told
+apart."""
+
+import os
+import platform
+
+# /proc/cpuinfo flag -> the name a reader knows it by
+FLAGS_OF_NOTE = {"avx512f": "AVX-512", "avx512_bf16": "AVX-512 BF16", "amx_bf16": "AMX-BF16",
+                 "amx_tile": "AMX"}
+
+
+def cpu_description(cpuinfo_path="/proc/cpuinfo") -> dict:
+    """{"cpu": model name, "cores": logical CPUs this process may use, "cpu_flags": the
+    FLAGS_OF_NOTE present, in that order}; the model is platform.processor() where there is no
+    /proc/cpuinfo."""
+    model, flags = platform.processor() or "unknown", set()
+    try:
+        with open(cpuinfo_path) as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key == "model name":
+                    model = value.strip()
+                elif key == "flags":
+                    flags = set(value.split())
+                    break  # the first processor's entry is enough
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"cpu": model, "cores": cores,
+            "cpu_flags": [name for flag, name in FLAGS_OF_NOTE.items() if flag in flags]}
