@@ -3,6 +3,8 @@
 import keras
 import keras_hub
 
+from electra_tf.models.dropout import dropout
+
 
 @keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraEmbeddings(keras.layers.Layer):
@@ -72,7 +74,7 @@ class ElectraEmbeddings(keras.layers.Layer):
     def call(self, input_ids, segment_ids, training=None):
         x = self.word_embeddings(input_ids) + self.token_type_embeddings(segment_ids)
         x = x + self.position_embeddings(x)
-        return self.dropout_layer(self.layer_norm(x), training=training)
+        return dropout(self.layer_norm(x), self.dropout_layer, training)
 
     def get_config(self):
         config = super().get_config()

@@ -6,6 +6,7 @@ import keras_hub
 import tensorflow as tf
 
 from electra_tf.models.activations import gelu_with_analytic_gradient
+from electra_tf.models.dropout import dropout
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -61,7 +62,7 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
         with tf.name_scope("attention"):  # scopes name the ops in a profile
             attended = self._attention(x, shape[0], shape[1], padding_mask, training)
         x = self._self_attention_layer_norm(
-            x + self._self_attention_dropout(attended, training=training))
+            x + dropout(attended, self._self_attention_dropout, training))
         intermediate_dense = self._feedforward_intermediate_dense
         output_dense = self._feedforward_output_dense
         activation = intermediate_dense.activation
@@ -71,7 +72,7 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
         with tf.name_scope(activation.__name__):
             intermediate = activation(intermediate)
         output = _dense(intermediate, output_dense.kernel, output_dense.bias)
-        x = self._feedforward_layer_norm(x + self._feedforward_dropout(output, training=training))
+        x = self._feedforward_layer_norm(x + dropout(output, self._feedforward_dropout, training))
         return tf.reshape(x, shape)
 
     def _attention(self, x, batch, seq, padding_mask, training):
@@ -86,7 +87,7 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
                            transpose_b=True)  # [batch, heads, seq, seq]
         if padding_mask is not None:  # an added bias, not keras's tf.where: no gradient op
             scores += _padding_bias(padding_mask, scores.dtype)
-        probabilities = attention._dropout_layer(tf.nn.softmax(scores), training=training)
+        probabilities = dropout(tf.nn.softmax(scores), attention._dropout_layer, training)
         context = tf.matmul(probabilities, value)  # [batch, heads, seq, d]
         context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, hidden])
         output = attention._output_dense
