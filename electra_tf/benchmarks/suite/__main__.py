@@ -1,0 +1,38 @@
+"""`python -m electra_tf.benchmarks.suite`: the command line of `electra_tf.benchmarks.suite`."""
+
+import os
+import sys
+
+from absl import app, flags
+
+from electra_tf.benchmarks.suite import ROWS, run_suite
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("reference_dir", None, "Folder with torch_reference_step.py and "
+                    "onnxruntime_serving.py (not part of this package); without it only our "
+                    "own numbers are measured.")
+flags.DEFINE_list("rows", None, f"Rows to run (default: all): {', '.join(ROWS)}.")
+flags.DEFINE_string("size", "small", "Model size of every row (the README's table: small; "
+                    "ONNX Runtime's anchor is ELECTRA-Small only).")
+flags.DEFINE_string("output", None, "Also write the Markdown table to this file.")
+flags.DEFINE_integer("timeout", 900, "Seconds each command may run.")
+
+
+def main(argv):
+    del argv
+    names = FLAGS.rows or list(ROWS)
+    unknown = sorted(set(names) - set(ROWS))
+    if unknown:
+        sys.exit(f"error: unknown --rows {', '.join(unknown)} (known: {', '.join(ROWS)})")
+    reference = FLAGS.reference_dir
+    if reference and not os.path.isfile(os.path.join(reference, "torch_reference_step.py")):
+        sys.exit(f"error: {reference} has no torch_reference_step.py")
+    text = run_suite(names, reference, FLAGS.size, FLAGS.timeout)
+    print(text)
+    if FLAGS.output:
+        with open(FLAGS.output, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,69 @@
+"""The benchmark suite: its table from benchmark lines, and the command end to end against a
+stand-in reference script."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from electra_tf.benchmarks.suite import machine_line, table
+
+OURS_PRETRAIN = {"cpu": "AMD EPYC", "cores": 2, "cpu_flags": ["AVX-512", "AVX-512 BF16"],
+                 "tokens_per_s": 3000.0, "fraction_of_peak": 0.5,
+                 "peak_gflop_per_s": {"float32": 350.0}}
+OURS_SERVE = {"cpu": "AMD EPYC", "cores": 2, "cpu_flags": ["AVX-512", "AVX-512 BF16"],
+              "tokens_per_s": 6400.0, "latency_p50_ms": 20.0,
+              "peak_gflop_per_s": {"float32": 330.0}}
+
+
+def test_table_puts_each_workload_against_its_references():
+    results = {"pretrain": (OURS_PRETRAIN, {"tokens_per_s": 1500.0}),
+               "serve_b1": (OURS_SERVE, {"median_step_s": 0.030}),
+               "qa": ({"error": "out of memory"}, {"tokens_per_s": 100.0})}
+    onnx = {"1": {"median_s": 0.016}}
+    text = table(results, machine_line([r for r, _ in results.values()]), onnx)
+    lines = text.splitlines()
+    assert lines[0].startswith("AMD EPYC, 2 cores (AVX-512, AVX-512 BF16); "
+                               "float32 matmul peak 330-350 GFLOP/s; 20")
+    pretrain = next(line for line in lines if line.startswith("| pretraining step"))
+    assert "3,000 tokens/s (50% of peak) | 1,500 tokens/s | 2.00x |" in pretrain
+    serve = next(line for line in lines if line.startswith("| serving_default, batch 1"))
+    # latency: the speed ratio is the reference's latency over ours
+    assert "| 20.0 ms | 30.0 ms | 1.50x | 16.0 ms | 0.80x |" in serve
+    assert "failed: out of memory" in next(line for line in lines if line.startswith("| SQuAD"))
+    assert not any(line.startswith("| classification") for line in lines)  # not run
+
+
+REFERENCE = textwrap.dedent("""
+    import json, sys
+    args = sys.argv[1:]
+    task = args[args.index("--task") + 1] if "--task" in args else "pretrain"
+    print("torch reference warming up")
+    print(json.dumps({"impl": "stand-in", "task": task, "median_step_s": 0.5,
+                      "tokens_per_s": 1234.0}))
+""")
+
+
+@pytest.mark.slow
+def test_suite_command_runs_ours_and_the_reference(tmp_path):
+    (tmp_path / "torch_reference_step.py").write_text(REFERENCE)
+    output = tmp_path / "table.md"
+    result = subprocess.run(
+        [sys.executable, "-m", "electra_tf.benchmarks.suite", "--size", "tiny", "--rows",
+         "classify,serve_b1", "--reference_dir", str(tmp_path), "--output", str(output)],
+        capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "$ " in result.stdout and "electra_tf.benchmarks.steps --size tiny --task classify" \
+        in result.stdout
+    text = output.read_text()
+    classify = next(line for line in text.splitlines() if line.startswith("| classification"))
+    assert "| 1,234 tokens/s |" in classify and "tokens/s (" in classify
+    serve = next(line for line in text.splitlines() if line.startswith("| serving_default"))
+    assert "| 500.0 ms |" in serve  # the stand-in's median step as torch's latency
+
+
+def test_suite_refuses_unknown_rows():
+    result = subprocess.run([sys.executable, "-m", "electra_tf.benchmarks.suite", "--rows",
+                             "pretrain,warp_drive"], capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0 and "unknown --rows warp_drive" in result.stderr
