@@ -11,10 +11,10 @@ FLAGS_OF_NOTE = {"avx512f": "AVX-512", "avx512_bf16": "AVX-512 BF16", "amx_bf16"
 
 
 def cpu_description(cpuinfo_path="/proc/cpuinfo") -> dict:
-    """{"cpu": model name, "cores": logical CPUs this process may use, "cpu_flags": the
-    FLAGS_OF_NOTE present, in that order}; the model is platform.processor() where there is no
-    /proc/cpuinfo."""
-    model, flags = platform.processor() or "unknown", set()
+    """{"cpu": model name with its family and model numbers, "cores": logical CPUs this process
+    may use, "cpu_flags": the FLAGS_OF_NOTE present, in that order}; the model is
+    platform.processor() where there is no /proc/cpuinfo."""
+    model, flags, family = platform.processor() or "unknown", set(), {}
     try:
         with open(cpuinfo_path) as f:
             for line in f:
@@ -22,11 +22,15 @@ def cpu_description(cpuinfo_path="/proc/cpuinfo") -> dict:
                 key = key.strip()
                 if key == "model name":
                     model = value.strip()
+                elif key in ("cpu family", "model"):
+                    family[key] = value.strip()
                 elif key == "flags":
                     flags = set(value.split())
                     break  # the first processor's entry is enough
     except OSError:
         pass
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if family:  # a VM's model name can be bare ("AMD EPYC"); family and model tell generations
+        model += " (" + ", ".join(f"{key} {value}" for key, value in family.items()) + ")"
     return {"cpu": model, "cores": cores,
             "cpu_flags": [name for flag, name in FLAGS_OF_NOTE.items() if flag in flags]}

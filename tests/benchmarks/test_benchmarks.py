@@ -153,11 +153,12 @@ def test_infer_benchmark_times_the_compiled_export_against_the_plain_one():
 
 def test_cpu_description_names_the_model_and_the_flags_of_note(tmp_path):
     cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text("processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8481C\n"
+    cpuinfo.write_text("processor\t: 0\ncpu family\t: 6\nmodel\t\t: 143\n"
+                       "model name\t: Intel(R) Xeon(R) Platinum 8481C\n"
                        "flags\t\t: fpu sse2 avx2 avx512f avx512_bf16 amx_tile amx_bf16\n\n"
                        "processor\t: 1\nmodel name\t: other\nflags\t\t: fpu\n")
     described = cpu_description(str(cpuinfo))
-    assert described["cpu"] == "Intel(R) Xeon(R) Platinum 8481C"
+    assert described["cpu"] == "Intel(R) Xeon(R) Platinum 8481C (cpu family 6, model 143)"
     assert described["cpu_flags"] == ["AVX-512", "AVX-512 BF16", "AMX-BF16", "AMX"]
     assert described["cores"] >= 1
     cpuinfo.write_text("model name\t: AMD EPYC\nflags\t\t: avx2 avx512f avx512_bf16\n")
