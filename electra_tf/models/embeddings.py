@@ -4,6 +4,7 @@ import keras
 import keras_hub
 
 from electra_tf.models.dropout import dropout
+from electra_tf.models.layer_norm import layer_norm
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -74,7 +75,7 @@ class ElectraEmbeddings(keras.layers.Layer):
     def call(self, input_ids, segment_ids, training=None):
         x = self.word_embeddings(input_ids) + self.token_type_embeddings(segment_ids)
         x = x + self.position_embeddings(x)
-        return dropout(self.layer_norm(x), self.dropout_layer, training)
+        return dropout(layer_norm(x, self.layer_norm, training), self.dropout_layer, training)
 
     def get_config(self):
         config = super().get_config()

@@ -1,0 +1,46 @@
+"""LayerNorm over the last axis with its gradient written out, for training."""
+
+import tensorflow as tf
+
+
+def layer_norm(x, layer, training):
+    """`layer`'s LayerNorm (a built `keras.layers.LayerNormalization` over the last axis) of `x`
+    [..., H] -> [..., H] in `layer`'s compute dtype.
+
+    At inference it is `layer(x)` itself (the graph that oneDNN rewrites when serving). In
+    training it is the same maths in float32, as Keras computes it, but with the gradient
+    written out: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * gamma, where
+    autodiff through Keras' moments, rsqrt and scale-and-shift chains about twice as many
+    elementwise kernels, each a pass over the activations.
+    """
+    if not training:
+        return layer(x)
+    y = _normalize(tf.cast(x, tf.float32), tf.convert_to_tensor(layer.gamma, tf.float32),
+                   tf.convert_to_tensor(layer.beta, tf.float32), layer.epsilon)
+    return tf.cast(y, layer.compute_dtype)
+
+
+def _normalize(x, gamma, beta, epsilon):
+    """float32 x [..., H], gamma and beta [H] -> (x - mean) * rsqrt(var + epsilon) * gamma + beta,
+    the statistics over the last axis, with the gradient below."""
+
+    @tf.custom_gradient
+    def normalize(x, gamma, beta):
+        mean = tf.reduce_mean(x, axis=-1, keepdims=True)
+        centered = x - mean
+        variance = tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
+        rstd = tf.math.rsqrt(variance + epsilon)
+        normalized = centered * rstd  # xhat
+
+        def gradient(upstream):
+            with tf.name_scope("layer_norm_gradient"):  # else its ops are unscoped in a profile
+                rows = tf.range(tf.rank(upstream) - 1)
+                g = upstream * gamma
+                dx = rstd * (g - tf.reduce_mean(g, axis=-1, keepdims=True) - normalized
+                             * tf.reduce_mean(g * normalized, axis=-1, keepdims=True))
+                return (dx, tf.reduce_sum(upstream * normalized, axis=rows),
+                        tf.reduce_sum(upstream, axis=rows))
+
+        return normalized * gamma + beta, gradient
+
+    return normalize(x, gamma, beta)
