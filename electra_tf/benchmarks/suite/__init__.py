@@ -113,8 +113,8 @@ def table(results, machine, onnx):
 
 
 def machine_line(records):
-    """"<cpu>, <cores> cores, flags ...; fp32 peak ... GFLOP/s (bf16 ...), <date>" from our
-    benchmark lines."""
+    """The table's first line, from our benchmark lines: "<cpu>, <cores> cores (<flags>);
+    <dtype> matmul peak <low>-<high> GFLOP/s; ...; <today's date>"."""
     first = next((r for r in records if "cpu" in r), {})
     peaks = {}
     for record in records:
