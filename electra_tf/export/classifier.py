@@ -24,7 +24,7 @@ import keras
 import tensorflow as tf
 
 from electra_tf.export.savedmodel import (TEXT_SIGNATURE, ExportError, add_id_endpoints,
-                                          compiled, load_text_tokenizer, validated_inputs)
+                                          checked_forward, load_text_tokenizer)
 
 
 def export_classifier(model, export_dir: str, *, task: str, label_names=None,
@@ -49,10 +49,7 @@ def export_classifier(model, export_dir: str, *, task: str, label_names=None,
             return {"predictions": result * (high - low) + low}
         return {"logits": result, "probabilities": tf.nn.softmax(result)}
 
-    forward = compiled(forward, jit_compile)
-
-    def outputs(input_ids, input_mask, segment_ids):
-        return forward(*validated_inputs(input_ids, input_mask, segment_ids, config))
+    outputs = checked_forward(forward, config, jit_compile)
 
     add_id_endpoints(archive, outputs, with_examples)
     trackable = archive._tf_trackable  # ExportArchive has no public hook for extra objects

@@ -26,8 +26,8 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from electra_tf.export.savedmodel import (INPUT_NAMES, TEXT_SIGNATURE, add_id_endpoints, compiled,
-                                          load_text_tokenizer, validated_inputs)
+from electra_tf.export.savedmodel import (INPUT_NAMES, TEXT_SIGNATURE, add_id_endpoints,
+                                          checked_forward, load_text_tokenizer)
 from electra_tf.models.question_answerer import BEAM_OUTPUTS
 
 
@@ -49,10 +49,7 @@ def export_question_answerer(model, export_dir: str, *, task: str, with_examples
         result = model(dict(zip(INPUT_NAMES, padded)), training=False)
         return {name: result[name] for name in BEAM_OUTPUTS}
 
-    forward = compiled(forward, jit_compile)
-
-    def outputs(input_ids, input_mask, segment_ids):
-        return forward(*validated_inputs(input_ids, input_mask, segment_ids, config))
+    outputs = checked_forward(forward, config, jit_compile)
 
     add_id_endpoints(archive, outputs, with_examples)
     trackable = archive._tf_trackable  # ExportArchive has no public hook for extra objects

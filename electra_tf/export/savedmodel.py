@@ -79,10 +79,7 @@ def export_discriminator(pretrainer, export_dir: str, *, with_examples: bool = T
         logits = pretrainer.discriminator_logits(input_ids, input_mask, segment_ids)
         return {"logits": logits, "probabilities": tf.sigmoid(logits)}
 
-    forward = compiled(forward, jit_compile)
-
-    def outputs(input_ids, input_mask, segment_ids):
-        return forward(*validated_inputs(input_ids, input_mask, segment_ids, config))
+    outputs = checked_forward(forward, config, jit_compile)
 
     # The first endpoint is the default; ExportArchive wraps each one in a tf.function without
     # jit_compile (plain TensorFlow ops; `forward` may be a compiled function inside it) and
@@ -119,9 +116,17 @@ def export_discriminator(pretrainer, export_dir: str, *, with_examples: bool = T
     return export_dir
 
 
-def compiled(forward, jit_compile: bool):
-    """`forward` as one XLA-compiled function when `jit_compile`, else `forward` itself."""
-    return tf.function(forward, jit_compile=True, autograph=False) if jit_compile else forward
+def checked_forward(forward, config, jit_compile: bool):
+    """`outputs(input_ids, input_mask, segment_ids)`: `forward` of the inputs behind
+    `validated_inputs`' checks, `forward` XLA-compiled as one function when `jit_compile` (the
+    checks' Assert ops stay outside it: XLA cannot compile them)."""
+    if jit_compile:
+        forward = tf.function(forward, jit_compile=True, autograph=False)
+
+    def outputs(input_ids, input_mask, segment_ids):
+        return forward(*validated_inputs(input_ids, input_mask, segment_ids, config))
+
+    return outputs
 
 
 def validated_inputs(input_ids, input_mask, segment_ids, config):

@@ -38,8 +38,7 @@ import keras
 import tensorflow as tf
 
 from electra_tf.export.savedmodel import (INPUT_NAMES, TEXT_SIGNATURE, ExportError,
-                                          add_id_endpoints, compiled, load_text_tokenizer,
-                                          validated_inputs)
+                                          add_id_endpoints, checked_forward, load_text_tokenizer)
 
 
 def export_tagger(model, export_dir: str, *, task: str, tag_names, with_examples: bool = True,
@@ -66,10 +65,7 @@ def export_tagger(model, export_dir: str, *, task: str, tag_names, with_examples
         return {"tag_ids": tf.argmax(logits, axis=-1, output_type=tf.int32),
                 "probabilities": tf.nn.softmax(logits), "logits": logits}
 
-    forward = compiled(forward, jit_compile)
-
-    def outputs(input_ids, input_mask, segment_ids):
-        return forward(*validated_inputs(input_ids, input_mask, segment_ids, config))
+    outputs = checked_forward(forward, config, jit_compile)
 
     add_id_endpoints(archive, outputs, with_examples)
     trackable = archive._tf_trackable  # ExportArchive has no public hook for extra objects
