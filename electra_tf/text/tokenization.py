@@ -149,6 +149,11 @@ class BertWordPieceTokenizer:
 
     __call__ = tokenize
 
+    def ragged(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        """strings [n] -> ragged int32 ids [n, (tokens)], in a graph or eagerly."""
+        texts = tf.convert_to_tensor(texts, tf.string)
+        return self._tokenize_batch(texts) if not tf.executing_eagerly() else self._traced(texts)
+
     def _tokenize_batch(self, texts: tf.Tensor) -> tf.RaggedTensor:
         """strings [n] -> int32 ids [n, (tokens)].
 
