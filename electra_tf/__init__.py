@@ -25,8 +25,10 @@ from electra_tf import presets as _presets
 
 __version__ = "0.1.0"
 
-# The models' `from_preset` resolve through this registry; the loader is imported on first use.
+# The models' `from_preset` and `compile_for_finetuning` resolve through this registry; the
+# functions are imported on first use.
 _presets.register_preset_loader("electra_tf.loading:load_for_class")
+_presets.register_finetuning_compiler("electra_tf.finetuning.keras_recipe:compile_for_finetuning")
 
 # public name -> module that defines it
 _EXPORTS = {
@@ -37,6 +39,7 @@ _EXPORTS = {
     "ElectraClassifier": "electra_tf.models.classifier",
     "ElectraQuestionAnswerer": "electra_tf.models.question_answerer",
     "ElectraTagger": "electra_tf.models.tagger",
+    "ElectraTextClassifierPreprocessor": "electra_tf.preprocessing.text_classifier",
     "DiscriminatorHead": "electra_tf.models.heads",
     # configuration
     "ElectraConfig": "electra_tf.config",

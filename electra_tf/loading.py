@@ -41,8 +41,10 @@ from electra_tf.convert.keras_hub import assign_from_keras_hub, model_config_fro
 from electra_tf.finetuning import kinds
 from electra_tf.finetuning.source import resolve_source, restore_encoder
 # Importing electra_tf.models registers every class a .keras file can name.
-from electra_tf.models import ElectraEncoder, ElectraPretrainer, build_pretrainer, make_embeddings
+from electra_tf.models import (ElectraClassifier, ElectraEncoder, ElectraPretrainer,
+                               build_pretrainer, make_embeddings)
 from electra_tf.models.task_model import TaskModel
+from electra_tf.preprocessing.text_classifier import ElectraTextClassifierPreprocessor
 from electra_tf.run_directory import FINETUNING, KERAS_FILE, KERAS_HUB, TASK_CARD, TRIALS
 from electra_tf.training.checkpointing import CheckpointError, restore_weights
 
@@ -204,6 +206,12 @@ def load_task_model(model_class: type, path: str, **kwargs) -> TaskModel:
         assign_from_keras_hub(model.encoder, backbone)
         return model
     source = resolve_source(located.checkpoint or located.path)
+    if (issubclass(model_class, ElectraClassifier) and source.vocab_file
+            and "preprocessor" not in kwargs):
+        kwargs["preprocessor"] = ElectraTextClassifierPreprocessor.from_vocabulary(
+            source.vocab_file, lower_case=FinetuneConfig().finetune.lower_case,
+            sequence_length=min(FinetuneConfig().finetune.max_seq_length,
+                                source.model_config.max_position_embeddings))
     model = model_class(source.model_config, **kwargs)
     restore_encoder(model, source)
     return model

@@ -5,6 +5,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import shutil
 import types
 
 import keras_hub
@@ -20,6 +21,7 @@ from electra_tf.models import (CorruptedInputMlmPretrainer, ElectraClassifier, E
                                ElectraPretrainer, ElectraQuestionAnswerer, ElectraTagger,
                                build_pretrainer)
 from electra_tf.models.task_model import TaskModel
+from electra_tf.preprocessing.text_classifier import ElectraTextClassifierPreprocessor
 from electra_tf.training.checkpointing import CheckpointError, RunCheckpoint
 from electra_tf.training.optimizer import create_optimizer
 from tests.models.helpers import (fast_optimizer_config, masked_batch, objective, random_ids,
@@ -340,3 +342,16 @@ def test_what_is_not_a_model_is_refused_naming_what_was_expected(tmp_path, pretr
     with pytest.raises(CheckpointError, match="holds an ElectraPretrainer"):
         CorruptedInputMlmPretrainer.from_preset(pretraining_run.path)
 
+
+
+def test_a_classifier_from_a_run_with_a_vocabulary_takes_raw_strings(tmp_path, pretraining_run):
+    assert ElectraClassifier.from_preset(pretraining_run.path, num_labels=2).preprocessor is None
+    run = tmp_path / "run"
+    shutil.copytree(pretraining_run.path, run)
+    (run / "vocab.txt").write_text("\n".join(
+        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "dog", "##s"]) + "\n")
+    model = ElectraClassifier.from_preset(str(run), num_labels=2)
+    assert isinstance(model.preprocessor, ElectraTextClassifierPreprocessor)
+    assert model.predict(["the dogs", "a dog"], verbose=0).shape == (2, 2)
+    features = model.preprocessor(["the dogs"])
+    np.testing.assert_array_equal(features["input_ids"][0, :5], [2, 5, 6, 7, 3])

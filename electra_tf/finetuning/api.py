@@ -33,18 +33,20 @@ DEFAULT_CONFIG = "finetune/default"
 
 
 def resolve_config(source=None, config: str = DEFAULT_CONFIG, overrides=(),
-                   task: str | None = None) -> FinetuneConfig:
+                   task: str | None = None, model_config=None) -> FinetuneConfig:
     """The recipe with the init checkpoint's model sizes, then the task's own defaults (as the
     original: max_seq_length 512 for SQuAD), then overrides; checked to fit the checkpoint.
 
     A recipe (with its includes and overrides) that names no optimizer.learning_rate gets
     `learning_rate_for_width` of the resolved model's hidden size, and one that names no
     optimizer.layerwise_lr_decay `layerwise_decay_for_width` (0.9 for Large), so the default
-    recipe fits a Small, Base or Large checkpoint as the original's switches do."""
+    recipe fits a Small, Base or Large checkpoint as the original's switches do. Without a
+    source, `model_config` (a built model's sizes) plays the checkpoint's part."""
     base = FinetuneConfig()
-    if source is not None:
-        base = apply_dict(base, {"model": dataclasses.asdict(source.model_config)},
-                          "the init checkpoint")
+    model_config = source.model_config if source is not None else model_config
+    if model_config is not None:
+        base = apply_dict(base, {"model": dataclasses.asdict(model_config)},
+                          "the init checkpoint" if source is not None else "the model")
     overrides = [*kinds.task_overrides(task), *overrides]
     unset = object()  # tells whether the recipe named a value: resolve once with none in base
     probe = load_config(config, overrides=overrides, base=dataclasses.replace(

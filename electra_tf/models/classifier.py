@@ -7,6 +7,7 @@ scaled to [0, 1] (STS-B: label / 5).
 """
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from electra_tf.models.task_model import TASK_HEAD_SCOPE, TaskModel
@@ -51,6 +52,9 @@ class ElectraClassifier(TaskModel):
       dropout: rate of the dropout on the [CLS] vector.
       loss_reduction: "sum" of the per-example losses over the global batch (the original's)
         or "mean".
+      preprocessor: an `electra_tf.preprocessing.ElectraTextClassifierPreprocessor`; with one,
+        `fit`, `evaluate` and `predict` take raw strings (texts [n], or a tuple of two [n] for
+        pairs) and class ids 0..num_labels-1 as labels, and the model saves it.
       **kwargs: `keras.Model` arguments (`name`, `dtype`, ...).
 
     Example:
@@ -63,6 +67,13 @@ class ElectraClassifier(TaskModel):
     model.compile(optimizer="adam")
     model.fit(inputs, tf.constant([2]), epochs=1)
     model(inputs).shape  # (1, 3)
+
+    # raw strings, run_finetuning's recipe:
+    model = ElectraClassifier.from_preset("runs/small", num_labels=2, preprocessor=
+        ElectraTextClassifierPreprocessor.from_vocabulary("runs/small/vocab.txt"))
+    model.compile_for_finetuning(num_train_steps=3 * len(texts) // 32)
+    model.fit(texts, labels, batch_size=32, epochs=3)
+    model.predict(["what a ride"])  # logits [1, 2]
     ```
     """
 
@@ -82,6 +93,16 @@ class ElectraClassifier(TaskModel):
     def call(self, inputs, training=False):
         outputs = self.head(self.encode(inputs, training=training), training=training)
         return outputs[:, 0] if self.regression else outputs
+
+    def check_labels(self, labels):
+        if self.regression:
+            return
+        labels = np.asarray(labels)
+        if labels.dtype.kind not in "iu" or labels.size and (
+                labels.min() < 0 or labels.max() >= self.num_labels):
+            shown = sorted(set(labels.ravel().tolist()))[:8]
+            raise ValueError(f"the labels must be class ids 0 to {self.num_labels - 1} of this "
+                             f"{self.num_labels}-label classifier; got {shown}")
 
     def per_example_loss(self, labels, outputs):
         if self.regression:

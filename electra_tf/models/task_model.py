@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from electra_tf import presets
 from electra_tf.config import ModelConfig
+from electra_tf.models import raw_text
 from electra_tf.models.accumulation import accumulated_gradients
 from electra_tf.models.encoder import ElectraEncoder, make_embeddings
 from electra_tf.models.replicated import ReplicatedModel, cross_replica_sum
@@ -33,8 +34,9 @@ class TaskModel(ReplicatedModel):
     add metrics in `update_task_metrics`.
     """
 
-    def __init__(self, model_config=None, loss_reduction="sum", **kwargs):
+    def __init__(self, model_config=None, loss_reduction="sum", preprocessor=None, **kwargs):
         super().__init__(**kwargs)
+        self.preprocessor = preprocessor
         if loss_reduction not in LOSS_REDUCTIONS:
             raise ValueError(f"loss_reduction must be one of {LOSS_REDUCTIONS}, got {loss_reduction!r}")
         self.model_config = model_config or ModelConfig()
@@ -43,6 +45,8 @@ class TaskModel(ReplicatedModel):
         self.encoder = ElectraEncoder.from_model_config(
             self.model_config, self.embeddings, dtype=self.dtype_policy, name="discriminator")
         self.loss_tracker = keras.metrics.Mean(name="loss")
+        if preprocessor is not None:
+            raw_text.check_fits(preprocessor, self.model_config, type(self).__name__)
 
     def encode(self, inputs, training=False):
         """The encoder's sequence output [batch, seq, hidden]."""
@@ -51,6 +55,49 @@ class TaskModel(ReplicatedModel):
 
     def per_example_loss(self, labels, outputs):
         raise NotImplementedError
+
+    def check_labels(self, labels) -> None:
+        """Raises ValueError for labels [n] the head cannot train on (a subclass's rule)."""
+
+    # ---- raw strings: through the preprocessor (raw_text.py) ---------------------------------
+
+    def fit(self, x=None, y=None, batch_size=None, sample_weight=None, validation_data=None,
+            shuffle=True, **kwargs):
+        if raw_text.holds_strings(x):
+            x = raw_text.as_dataset(self, x, y, sample_weight, batch_size, shuffle)
+            y = sample_weight = batch_size = None
+            shuffle = False  # as_dataset shuffled it; Keras does not shuffle a dataset
+        if validation_data is not None and raw_text.holds_strings(validation_data):
+            validation_data = (raw_text.as_dataset(self, validation_data)
+                               if isinstance(validation_data, tf.data.Dataset)
+                               else raw_text.as_dataset(
+                                   self, *keras.utils.unpack_x_y_sample_weight(validation_data),
+                                   batch_size=batch_size))
+        return super().fit(x, y, batch_size=batch_size, sample_weight=sample_weight,
+                           validation_data=validation_data, shuffle=shuffle, **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        if raw_text.holds_strings(x):
+            x = raw_text.as_dataset(self, x, y, sample_weight, batch_size)
+            y = sample_weight = batch_size = None
+        return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight,
+                                **kwargs)
+
+    def predict(self, x, batch_size=None, **kwargs):
+        if raw_text.holds_strings(x):
+            x, batch_size = raw_text.as_dataset(self, x, batch_size=batch_size), None
+        return super().predict(x, batch_size=batch_size, **kwargs)
+
+    def compile_for_finetuning(self, num_train_steps, config="finetune/default", overrides=(),
+                               **compile_kwargs):
+        """`compile()` with the fine-tuning recipe `run_finetuning` uses: the original's AdamW
+        (weight decay 0.01, no bias correction), linear warmup over
+        `finetune.warmup_proportion` of `num_train_steps` then linear decay, layer-wise
+        learning-rate decay, and the learning rate for this encoder's width unless the recipe
+        or `overrides` ("optimizer.learning_rate=1e-4", ...) name one. Returns the resolved
+        `FinetuneConfig`."""
+        return presets.compile_for_finetuning(self, num_train_steps, config, overrides,
+                                              **compile_kwargs)
 
     def training_outputs(self, inputs, labels, training):
         """What the loss is computed from; a head that needs the labels in its forward pass
@@ -119,12 +166,17 @@ class TaskModel(ReplicatedModel):
         return {}
 
     def get_config(self):
-        return {**super().get_config(), "model_config": dataclasses.asdict(self.model_config),
-                **self.task_config(), "loss_reduction": self.loss_reduction}
+        config = {**super().get_config(), "model_config": dataclasses.asdict(self.model_config),
+                  **self.task_config(), "loss_reduction": self.loss_reduction}
+        if self.preprocessor is not None:
+            config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
+        return config
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
+        if config.get("preprocessor") is not None:
+            config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
         return cls(ModelConfig(**config.pop("model_config")), **config)
 
     @classmethod
