@@ -202,19 +202,33 @@ def load_task_model(model_class: type, path: str, **kwargs) -> TaskModel:
                               " ElectraQuestionAnswerer.from_preset or ElectraTagger.from_preset")
     if located.kind == KERAS_HUB:
         backbone, model_config = _keras_hub_preset(located.path)
+        if (_takes_text_classifier_preprocessor(model_class, kwargs)
+                and run_directory.keras_hub_has_tokenizer(located.path)):
+            kwargs["preprocessor"] = ElectraTextClassifierPreprocessor(
+                keras_hub.models.ElectraTokenizer.from_preset(located.path),
+                sequence_length=_preprocessor_length(model_config))
         model = model_class(model_config, **kwargs)
         assign_from_keras_hub(model.encoder, backbone)
         return model
     source = resolve_source(located.checkpoint or located.path)
-    if (issubclass(model_class, ElectraClassifier) and source.vocab_file
-            and "preprocessor" not in kwargs):
+    if _takes_text_classifier_preprocessor(model_class, kwargs) and source.vocab_file:
         kwargs["preprocessor"] = ElectraTextClassifierPreprocessor.from_vocabulary(
             source.vocab_file, lower_case=FinetuneConfig().finetune.lower_case,
-            sequence_length=min(FinetuneConfig().finetune.max_seq_length,
-                                source.model_config.max_position_embeddings))
+            sequence_length=_preprocessor_length(source.model_config))
     model = model_class(source.model_config, **kwargs)
     restore_encoder(model, source)
     return model
+
+
+def _takes_text_classifier_preprocessor(model_class: type, kwargs: dict) -> bool:
+    """A classifier built from a pretrained encoder gets the preprocessor of its vocabulary,
+    unless the caller gave one (or None)."""
+    return issubclass(model_class, ElectraClassifier) and "preprocessor" not in kwargs
+
+
+def _preprocessor_length(model_config) -> int:
+    """The fine-tuning recipe's length, or the encoder's positions when it has fewer."""
+    return min(FinetuneConfig().finetune.max_seq_length, model_config.max_position_embeddings)
 
 
 def _fine_tuned_model(located: run_directory.RunDirectory, model_class: type, path: str,

@@ -62,6 +62,7 @@ HF_TORCH_WEIGHTS = "pytorch_model.bin"
 KERAS_HUB_CONFIG = "config.json"
 KERAS_HUB_WEIGHTS = "model.weights.h5"
 KERAS_HUB_VOCAB = os.path.join("assets", "tokenizer", "vocabulary.txt")
+KERAS_HUB_TOKENIZER = "tokenizer.json"
 KERAS_HUB_CLASS = "ElectraBackbone"
 KERAS_SUFFIX = ".keras"
 
@@ -156,6 +157,12 @@ def configured_vocab_file(directory: str) -> str:
         return str((read_config(directory).get("run") or {}).get("vocab_file") or "")
     except (OSError, tf.errors.OpError, yaml.YAMLError, AttributeError):
         return ""
+
+
+def keras_hub_has_tokenizer(directory: str) -> bool:
+    """Whether a keras-hub preset holds its tokenizer (tokenizer.json and the vocabulary)."""
+    return all(tf.io.gfile.exists(os.path.join(directory, name))
+               for name in (KERAS_HUB_TOKENIZER, KERAS_HUB_VOCAB))
 
 
 def vocab_file(directory: str, kind: str | None = None) -> str | None:

@@ -355,3 +355,15 @@ def test_a_classifier_from_a_run_with_a_vocabulary_takes_raw_strings(tmp_path, p
     assert model.predict(["the dogs", "a dog"], verbose=0).shape == (2, 2)
     features = model.preprocessor(["the dogs"])
     np.testing.assert_array_equal(features["input_ids"][0, :5], [2, 5, 6, 7, 3])
+
+
+def test_a_classifier_from_a_keras_hub_preset_with_a_tokenizer_takes_raw_strings(
+        keras_hub_preset, keras_hub_preset_with_tokenizer):
+    assert ElectraClassifier.from_preset(keras_hub_preset.path, num_labels=2).preprocessor is None
+    model = ElectraClassifier.from_preset(keras_hub_preset_with_tokenizer.path, num_labels=2)
+    assert isinstance(model.preprocessor, ElectraTextClassifierPreprocessor)
+    assert model.preprocessor.sequence_length == 64  # the tiny encoder's positions
+    # the preset's tokenizer is cased (keras-hub's default): "The" is [UNK], "the" is not
+    np.testing.assert_array_equal(model.preprocessor(["the dogs The"])["input_ids"][0, :6],
+                                  [2, 5, 6, 7, 1, 3])
+    assert model.predict(["the dogs"], verbose=0).shape == (1, 2)
