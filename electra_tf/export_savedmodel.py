@@ -65,6 +65,10 @@ flags.DEFINE_bool("with_examples", True, "Add the serve_examples signature (seri
 flags.DEFINE_bool("with_tokenizer", False, "Add the serve_text signature (raw text, WordPiece "
                   "in the graph with tensorflow-text ops: the model then needs a model server "
                   "built with TF Text ops).")
+flags.DEFINE_bool("with_embeddings", False, "Pretraining runs: add serve_embeddings (and "
+                  "serve_text_embeddings with --with_tokenizer): the encoder's float32 "
+                  "sequence_output [batch, seq, hidden] and pooled_output, the final [CLS] "
+                  "vector [batch, hidden], for embedding use.")
 flags.DEFINE_string("vocab_file", None, "vocab.txt for --with_tokenizer, stored in the "
                     "SavedModel's assets. Default: vocab.txt or data/vocab.txt in --model_dir, "
                     "else the config's vocab_file.")
@@ -195,7 +199,8 @@ def _discriminator(config_path):
                              with_tokenizer=FLAGS.with_tokenizer, vocab_file=vocab_file,
                              lower_case=FLAGS.lower_case,
                              max_seq_length=FLAGS.max_seq_length or config.run.max_seq_length,
-                             jit_compile=FLAGS.jit_compile)
+                             jit_compile=FLAGS.jit_compile,
+                             with_embeddings=FLAGS.with_embeddings)
     return model, write
 
 
@@ -243,6 +248,9 @@ def run() -> int:
     from electra_tf.training.checkpointing import restore_weights
 
     card = run_directory.read_task_card(FLAGS.model_dir) if FLAGS.model_dir else None
+    if FLAGS.with_embeddings and card is not None:
+        raise ExportCommandError("--with_embeddings exports a pretrained encoder's features: give "
+                                 "a pretraining run or converted directory, not a fine-tuned one")
     model, write = (_task_model(card, config_path) if card is not None
                     else _discriminator(config_path))
     _check_fits(tf, model, checkpoint, config_path)
@@ -261,8 +269,10 @@ def run() -> int:
     finally:
         if tf.io.gfile.exists(staging):
             tf.io.gfile.rmtree(staging)
+    embeddings = FLAGS.with_embeddings
     signatures = ["serving_default"] + ["serve_examples"] * FLAGS.with_examples + [
-        "serve_text"] * FLAGS.with_tokenizer
+        "serve_text"] * FLAGS.with_tokenizer + ["serve_embeddings"] * embeddings + [
+        "serve_text_embeddings"] * (embeddings and FLAGS.with_tokenizer)
     print(f"exported {checkpoint} to {target} (signatures: {', '.join(signatures)})", flush=True)
     return 0
 

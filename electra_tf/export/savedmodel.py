@@ -28,6 +28,12 @@ unless `jit_compile`, below):
 For the MLM baseline (no discriminator) every signature returns the encoder's float32
 `sequence_output` [batch, seq, hidden] instead of logits and probabilities.
 
+`with_embeddings=True` adds the encoder's features for embedding use (`ElectraEncoder.embed`):
+`serve_embeddings` (the three int32 inputs, checked as above) and, with the tokenizer,
+`serve_text_embeddings` (string `text` [batch]) -> float32 `sequence_output` [batch, seq,
+hidden] and `pooled_output` [batch, hidden], the final [CLS] vector (plus the `input_ids` and
+`input_mask` used, from text).
+
 `jit_compile=True` (every exporter in `electra_tf.export` takes it) compiles the model's
 forward pass with XLA inside every signature (input checks, parsing and tokenization stay plain
 ops): the same outputs within float32 rounding, faster on a CPU for small batches (fewer,
@@ -49,6 +55,8 @@ INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 DEFAULT_SIGNATURE = "serving_default"
 EXAMPLES_SIGNATURE = "serve_examples"
 TEXT_SIGNATURE = "serve_text"
+EMBEDDINGS_SIGNATURE = "serve_embeddings"
+TEXT_EMBEDDINGS_SIGNATURE = "serve_text_embeddings"
 
 
 class ExportError(UserError):
@@ -58,13 +66,15 @@ class ExportError(UserError):
 def export_discriminator(pretrainer, export_dir: str, *, with_examples: bool = True,
                          with_tokenizer: bool = False, vocab_file: str | None = None,
                          lower_case: bool = True, strip_accents: bool | None = None,
-                         max_seq_length: int = 128, jit_compile: bool = False) -> str:
+                         max_seq_length: int = 128, jit_compile: bool = False,
+                         with_embeddings: bool = False) -> str:
     """Writes the SavedModel described in the module docstring to `export_dir`; returns it.
 
     `with_tokenizer=True` adds `serve_text` and needs `vocab_file` (the run's vocab.txt);
     `lower_case` / `strip_accents` must match how the training data was tokenized, and
     `max_seq_length` (>= 2, at most the position table) bounds `[CLS] tokens [SEP]`;
-    `jit_compile` compiles the forward pass with XLA (module docstring).
+    `jit_compile` compiles the forward pass with XLA (module docstring); `with_embeddings` adds
+    `serve_embeddings` (and `serve_text_embeddings` with the tokenizer).
     """
     config = pretrainer.model_config
     archive = keras.export.ExportArchive()
@@ -80,6 +90,7 @@ def export_discriminator(pretrainer, export_dir: str, *, with_examples: bool = T
         return {"logits": logits, "probabilities": tf.sigmoid(logits)}
 
     outputs = checked_forward(forward, config, jit_compile)
+    embeddings = checked_forward(pretrainer.encoder.embed, config, jit_compile)
 
     # The first endpoint is the default; ExportArchive wraps each one in a tf.function without
     # jit_compile (plain TensorFlow ops; `forward` may be a compiled function inside it) and
@@ -95,19 +106,30 @@ def export_discriminator(pretrainer, export_dir: str, *, with_examples: bool = T
         archive.add_endpoint(EXAMPLES_SIGNATURE, serve_examples,
                              input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
 
+    if with_embeddings:
+        archive.add_endpoint(
+            EMBEDDINGS_SIGNATURE, embeddings,
+            input_signature=[tf.TensorSpec([None, None], tf.int32, name=name)
+                             for name in INPUT_NAMES])
+
     vocab_asset = None
     if with_tokenizer:
         text_to_inputs, vocab_asset = _text_preprocessor(
             vocab_file, config, lower_case, strip_accents, max_seq_length)
 
-        def serve_text(text):
-            input_ids, input_mask, segment_ids = text_to_inputs(text)
-            result = outputs(input_ids, input_mask, segment_ids)
-            result.update(input_ids=input_ids, input_mask=input_mask)
-            return result
+        def from_text(function):
+            def serve(text):
+                input_ids, input_mask, segment_ids = text_to_inputs(text)
+                result = function(input_ids, input_mask, segment_ids)
+                result.update(input_ids=input_ids, input_mask=input_mask)
+                return result
+            return serve
 
-        archive.add_endpoint(TEXT_SIGNATURE, serve_text,
-                             input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        text_spec = [tf.TensorSpec([None], tf.string, name="text")]
+        archive.add_endpoint(TEXT_SIGNATURE, from_text(outputs), input_signature=text_spec)
+        if with_embeddings:
+            archive.add_endpoint(TEXT_EMBEDDINGS_SIGNATURE, from_text(embeddings),
+                                 input_signature=text_spec)
     if vocab_asset is not None:
         # ExportArchive has no public hook for plain assets: attach the Asset to the object it
         # saves, so `assets/` holds the vocabulary and `loaded.vocab_file` points at it.

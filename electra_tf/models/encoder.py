@@ -1,6 +1,7 @@
 """The ELECTRA encoder: embeddings -> projection E->H (when E != H) -> post-LN transformer stack."""
 
 import keras
+import tensorflow as tf
 
 from electra_tf import presets
 from electra_tf.models.activations import get_activation
@@ -105,6 +106,15 @@ class ElectraEncoder(keras.layers.Layer):
         for layer in self.transformer_layers:
             x = layer(x, padding_mask=input_mask, training=training)
         return x
+
+    def embed(self, input_ids, input_mask, segment_ids):
+        """Features for embedding use (inference, no dropout): float32 `sequence_output`
+        [batch, seq, hidden] and `pooled_output` [batch, hidden], the final [CLS] vector (what
+        the original's classifier reads; ELECTRA has no pooler layer). From text: an
+        `ElectraTextClassifierPreprocessor`'s features, `encoder.embed(**preprocessor(texts))`."""
+        sequence = tf.cast(self(tf.cast(input_ids, tf.int32), tf.cast(input_mask, tf.int32),
+                                tf.cast(segment_ids, tf.int32), training=False), tf.float32)
+        return {"sequence_output": sequence, "pooled_output": sequence[:, 0]}
 
     def get_config(self):
         config = super().get_config()
