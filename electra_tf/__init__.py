@@ -40,6 +40,7 @@ _EXPORTS = {
     "ElectraQuestionAnswerer": "electra_tf.models.question_answerer",
     "ElectraTagger": "electra_tf.models.tagger",
     "ElectraTextClassifierPreprocessor": "electra_tf.preprocessing.text_classifier",
+    "ElectraTextClassifier": "electra_tf.keras_hub_tasks.text_classifier",
     "DiscriminatorHead": "electra_tf.models.heads",
     # configuration
     "ElectraConfig": "electra_tf.config",

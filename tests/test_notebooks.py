@@ -222,6 +222,8 @@ def test_finetune_glue_notebook(kernel, converted_tiny_model, tmp_path):
     assert "discriminator: 2 layers, hidden 32" in stdout  # electra_tf.load
     assert "glue/rte: 24 training examples, dev 10" in stdout
     assert "glue/rte: 2 trial(s)" in stdout  # the library's closing report
+    # keras-hub's TextClassifier.from_preset of the converted preset is ours, on raw pairs
+    assert "ElectraTextClassifier over ElectraBackbone: P(not_entailment)" in stdout
     report = json.loads((model_dir / "report.json").read_text())
     assert report["status"] == "finished" and len(report["dev"]["dev"]["values"]) == 2
     for k in range(2):

@@ -1,0 +1,64 @@
+"""keras-hub users: TextClassifier.from_preset of an ELECTRA preset is ours, on raw strings."""
+
+import keras
+import keras_hub
+import numpy as np
+import pytest
+
+import electra_tf.keras_hub_tasks  # noqa: F401  registers ElectraTextClassifier with keras-hub
+from electra_tf.convert.keras_hub import to_keras_hub_backbone
+from electra_tf.keras_hub_tasks import ElectraTextClassifier
+from electra_tf.models import ElectraClassifier
+from electra_tf.preprocessing.text_classifier import ElectraTextClassifierPreprocessor
+from tests.models.helpers import tiny_model_config
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "great", "film", "dull", "what",
+         "ride", "the", "story", "was"]
+
+
+@pytest.fixture(scope="module")
+def preset(tmp_path_factory):
+    """An ELECTRA preset as `convert_checkpoint --to keras_hub` writes it: backbone + tokenizer."""
+    directory = str(tmp_path_factory.mktemp("preset"))
+    keras.utils.set_random_seed(0)
+    source = ElectraClassifier(tiny_model_config(activation="gelu_approximate"), num_labels=2)
+    to_keras_hub_backbone(source.encoder).save_to_preset(directory)
+    keras_hub.models.ElectraTokenizer(vocabulary=VOCAB, lowercase=True,
+                                      strip_accents=True).save_to_preset(directory)
+    return directory, source
+
+
+def test_the_three_lines_of_keras_hub_work_with_electra(preset):
+    classifier = keras_hub.models.TextClassifier.from_preset(preset[0], num_classes=2)
+    assert isinstance(classifier, ElectraTextClassifier)
+    assert isinstance(classifier.preprocessor, ElectraTextClassifierPreprocessor)
+    classifier.fit(x=["a great film", "dull"], y=[1, 0], batch_size=2, verbose=0)
+    assert classifier.predict(["what a ride"], verbose=0).shape == (1, 2)
+
+
+def test_the_backbone_is_the_pretrained_encoder_and_the_head_reads_cls(preset):
+    directory, source = preset
+    classifier = ElectraTextClassifier.from_preset(directory, num_classes=2)
+    features = classifier.preprocessor(["the story was great", "dull film"])
+    sequence = source.encode(features, training=False)
+    # the same encoder: its [CLS] vector under our head's weights gives our logits
+    classifier.output_dense.set_weights([np.ones((32, 2), np.float32) * 0.1,
+                                         np.array([0.0, 1.0], np.float32)])
+    want = keras.ops.convert_to_numpy(sequence[:, 0]) @ (np.ones((32, 2)) * 0.1) + [0.0, 1.0]
+    np.testing.assert_allclose(classifier.predict(["the story was great", "dull film"],
+                                                  verbose=0), want, atol=1e-4, rtol=0)
+
+
+def test_a_fine_tuned_task_saves_and_loads_as_a_preset(preset, tmp_path):
+    classifier = ElectraTextClassifier.from_preset(preset[0], num_classes=3)
+    classifier.fit(x=["a great film", "dull", "what a ride"], y=[1, 0, 2], batch_size=3,
+                   verbose=0)
+    classifier.save_to_preset(str(tmp_path))
+    loaded = keras_hub.models.TextClassifier.from_preset(str(tmp_path))
+    assert isinstance(loaded, ElectraTextClassifier) and loaded.num_classes == 3
+    texts = ["the film was dull", "a ride"]
+    np.testing.assert_allclose(loaded.predict(texts, verbose=0),
+                               classifier.predict(texts, verbose=0), atol=1e-5, rtol=0)
+    # the backbone and tokenizer stay loadable by keras-hub alone
+    assert type(keras_hub.models.ElectraBackbone.from_preset(str(tmp_path))) is \
+        keras_hub.models.ElectraBackbone
