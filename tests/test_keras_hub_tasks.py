@@ -62,3 +62,11 @@ def test_a_fine_tuned_task_saves_and_loads_as_a_preset(preset, tmp_path):
     # the backbone and tokenizer stay loadable by keras-hub alone
     assert type(keras_hub.models.ElectraBackbone.from_preset(str(tmp_path))) is \
         keras_hub.models.ElectraBackbone
+
+
+def test_a_tokenizer_larger_than_the_backbone_is_refused(preset):
+    backbone = keras_hub.models.ElectraBackbone.from_preset(preset[0])
+    too_many = VOCAB + [f"w{i}" for i in range(200)]
+    with pytest.raises(ValueError, match="has 214 tokens, more than the backbone's 120"):
+        ElectraTextClassifier(backbone, num_classes=2, preprocessor=
+                              ElectraTextClassifierPreprocessor.from_vocabulary(too_many))

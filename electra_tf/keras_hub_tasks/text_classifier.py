@@ -55,6 +55,12 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
         # === Layers ===
         self.backbone = backbone
         self.preprocessor = preprocessor
+        if preprocessor is not None and getattr(preprocessor.tokenizer, "vocabulary", None) and (
+                preprocessor.tokenizer.vocabulary_size() > backbone.vocab_size):
+            raise ValueError(
+                f"the preprocessor's tokenizer has {preprocessor.tokenizer.vocabulary_size()} "
+                f"tokens, more than the backbone's {backbone.vocab_size}: a preset whose "
+                "tokenizer is not its backbone's")
         if preprocessor is not None and preprocessor.sequence_length > backbone.max_sequence_length:
             # a preset's preprocessor defaults to 128: no longer than the backbone's positions
             preprocessor.sequence_length = backbone.max_sequence_length
