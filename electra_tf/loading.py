@@ -243,7 +243,14 @@ def _fine_tuned_model(located: run_directory.RunDirectory, model_class: type, pa
     if not issubclass(kind.model_class, model_class):
         raise CheckpointError(f"{path} holds a fine-tuned {kind.model_class.__name__} (task "
                               f"{card.get('task')}), not {_a(model_class.__name__)}")
-    return kind.model_class(config.model, **{**kind.model_arguments(card, config), **overrides})
+    arguments = {**kind.model_arguments(card, config), **overrides}
+    if (_takes_text_classifier_preprocessor(kind.model_class, arguments)
+            and config.finetune.vocab_file and os.path.exists(config.finetune.vocab_file)):
+        # the run's own tokenization: its vocabulary, case and length
+        arguments["preprocessor"] = ElectraTextClassifierPreprocessor.from_vocabulary(
+            config.finetune.vocab_file, lower_case=config.finetune.lower_case,
+            sequence_length=config.finetune.max_seq_length)
+    return kind.model_class(config.model, **arguments)
 
 
 def load(path: str):

@@ -70,3 +70,33 @@ def test_a_tokenizer_larger_than_the_backbone_is_refused(preset):
     with pytest.raises(ValueError, match="has 214 tokens, more than the backbone's 120"):
         ElectraTextClassifier(backbone, num_classes=2, preprocessor=
                               ElectraTextClassifierPreprocessor.from_vocabulary(too_many))
+
+
+def test_a_fine_tuned_run_takes_strings_and_becomes_a_whole_keras_hub_preset(tmp_path):
+    import yaml
+
+    import electra_tf
+    from electra_tf.keras_hub_tasks import to_keras_hub_text_classifier
+    from tests.test_loading import fine_tuning_run
+
+    run = tmp_path / "run"
+    source = fine_tuning_run(run, "classification")
+    (tmp_path / "vocab.txt").write_text("".join(t + "\n" for t in VOCAB))
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["finetune"]["vocab_file"] = str(tmp_path / "vocab.txt")
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    loaded = electra_tf.load(str(run))
+    assert loaded.preprocessor.sequence_length == 16  # the run's own length
+    texts = ["the story was great", "a dull film"]
+    ours = loaded.predict(texts, verbose=0)
+    features = loaded.preprocessor(texts)
+    np.testing.assert_allclose(ours, source(features, training=False), atol=1e-6, rtol=0)
+
+    preset = str(tmp_path / "preset")
+    to_keras_hub_text_classifier(loaded).save_to_preset(preset)
+    theirs = keras_hub.models.TextClassifier.from_preset(preset)
+    assert isinstance(theirs, ElectraTextClassifier) and theirs.num_classes == 3
+    # the tiny encoder uses the exact GELU, keras-hub's backbone the tanh one
+    np.testing.assert_allclose(theirs.predict(texts, verbose=0), ours, atol=5e-3, rtol=0)
+    with pytest.raises(ValueError, match="a regression head"):
+        to_keras_hub_text_classifier(ElectraClassifier(tiny_model_config(), regression=True))

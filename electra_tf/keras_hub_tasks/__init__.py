@@ -6,6 +6,7 @@ an ElectraBackbone preset then resolves to `ElectraTextClassifier` (keras-hub pi
 of the class it is asked for whose `backbone_cls` is the preset's).
 """
 
+from electra_tf.keras_hub_tasks.conversion import to_keras_hub_text_classifier
 from electra_tf.keras_hub_tasks.text_classifier import ElectraTextClassifier
 
-__all__ = ["ElectraTextClassifier"]
+__all__ = ["ElectraTextClassifier", "to_keras_hub_text_classifier"]
