@@ -41,6 +41,7 @@ _EXPORTS = {
     "ElectraTagger": "electra_tf.models.tagger",
     "ElectraTextClassifierPreprocessor": "electra_tf.preprocessing.text_classifier",
     "ElectraTextClassifier": "electra_tf.keras_hub_tasks.text_classifier",
+    "ElectraTaggerPreprocessor": "electra_tf.preprocessing.tagger",
     "DiscriminatorHead": "electra_tf.models.heads",
     # configuration
     "ElectraConfig": "electra_tf.config",

@@ -24,6 +24,10 @@ def holds_strings(x) -> bool:
         return True
     if isinstance(x, tuple):
         return any(holds_strings(part) for part in x)
+    if isinstance(x, tf.RaggedTensor):
+        return x.dtype == tf.string
+    if _is_nested(x):  # sentences of words
+        return isinstance(next((word for row in x for word in row), None), (str, bytes))
     if isinstance(x, tf.Tensor):
         return x.dtype == tf.string
     if isinstance(x, (list, np.ndarray)):
@@ -66,14 +70,26 @@ def as_dataset(model, x, y=None, sample_weight=None, batch_size=None, shuffle=Fa
                              "give no y, sample_weight or batch_size")
         return x.map(model.preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
             tf.data.AUTOTUNE)
+    ragged = _is_nested(x)  # sentences of words (the tagger): ragged rows
     if y is not None:
-        model.check_labels(np.asarray(y))
-    x = tuple(np.asarray(part, dtype=str) for part in x) if isinstance(x, tuple) else (
-        np.asarray(x, dtype=str))
+        model.check_labels(y if ragged else np.asarray(y))
+    if ragged:
+        x = tf.ragged.constant([list(row) for row in x], tf.string)
+        y = None if y is None else tf.ragged.constant([list(row) for row in y], tf.int32)
+        count = int(x.nrows())
+    else:
+        x = tuple(np.asarray(part, dtype=str) for part in x) if isinstance(x, tuple) else (
+            np.asarray(x, dtype=str))
+        count = len(np.atleast_1d(tf.nest.flatten(x)[0]))
     elements = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
     dataset = tf.data.Dataset.from_tensor_slices(elements)
     if shuffle:
-        dataset = dataset.shuffle(len(np.atleast_1d(tf.nest.flatten(x)[0])),
-                                  reshuffle_each_iteration=True)
-    return dataset.batch(batch_size or DEFAULT_BATCH_SIZE).map(
-        model.preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+        dataset = dataset.shuffle(count, reshuffle_each_iteration=True)
+    batch_size = batch_size or DEFAULT_BATCH_SIZE
+    dataset = dataset.ragged_batch(batch_size) if ragged else dataset.batch(batch_size)
+    return dataset.map(model.preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+        tf.data.AUTOTUNE)
+
+
+def _is_nested(x) -> bool:
+    return isinstance(x, list) and bool(x) and isinstance(x[0], (list, tuple))

@@ -8,8 +8,10 @@ and the mask picks the tagged ones, which gives the same loss.
 """
 
 import keras
+import numpy as np
 import tensorflow as tf
 
+from electra_tf.models import raw_text
 from electra_tf.models.task_model import TASK_HEAD_SCOPE, TaskModel
 
 
@@ -94,6 +96,27 @@ class ElectraTagger(TaskModel):
         correct = tf.cast(tf.equal(predicted, tf.cast(labels["tags"], tf.int32)), tf.float32)
         weight = tf.cast(labels["tag_mask"], tf.float32) * sample_weight[:, None]
         self.accuracy.update_state(correct, sample_weight=weight)
+
+    def check_labels(self, labels):
+        flat = [t for row in labels for t in row]
+        if any(not isinstance(t, (int, np.integer)) or t < 0 or t >= self.num_tags for t in flat):
+            shown = sorted({str(t) for t in flat})[:8]
+            raise ValueError(f"the labels must be tag ids 0 to {self.num_tags - 1} per word of "
+                             f"this {self.num_tags}-tag tagger; got {shown}")
+
+    def predict_word_tags(self, sentences, tag_names=None, batch_size=32):
+        """Sentences (lists of words) -> the most likely tag of each kept word, per sentence:
+        ids, or names from `tag_names`. Words cut by the truncation rule are left out, as the
+        original scores them; needs a preprocessor (`ElectraTaggerPreprocessor`)."""
+        raw_text.check_preprocessor(self, sentences)
+        result = []
+        for start in range(0, len(sentences), batch_size):
+            features = self.preprocessor([list(s) for s in sentences[start:start + batch_size]])
+            predicted = tf.argmax(self(features, training=False), -1).numpy()
+            for ids, positions in zip(predicted, features["word_positions"].numpy()):
+                tags = ids[positions[positions >= 0]].tolist()
+                result.append([tag_names[t] for t in tags] if tag_names else tags)
+        return result
 
     def task_config(self):
         return {"num_tags": self.num_tags}

@@ -122,3 +122,22 @@ def test_a_preprocessor_that_does_not_fit_the_encoder_is_refused():
     with pytest.raises(ValueError, match="sequence_length 128 is above ElectraClassifier's 64"):
         ElectraClassifier(tiny_model_config(), preprocessor=ElectraTextClassifierPreprocessor.
                           from_vocabulary(VOCAB, sequence_length=128))
+
+
+def test_a_tagger_trains_on_words_and_predicts_tags_per_word():
+    from electra_tf.preprocessing.tagger import ElectraTaggerPreprocessor
+
+    keras.utils.set_random_seed(0)
+    tagger = ElectraTagger(tiny_model_config(), num_tags=3, preprocessor=ElectraTaggerPreprocessor
+                           .from_vocabulary(VOCAB, sequence_length=16))
+    sentences = [["the", "film", "was", "great"], ["a", "dull", "story"], ["i", "liked", "it"]] * 8
+    tags = [[0, 1, 0, 2], [0, 2, 1], [0, 0, 0]] * 8
+    tagger.compile(optimizer=keras.optimizers.Adam(1e-2))
+    history = tagger.fit(sentences, tags, batch_size=8, epochs=15, verbose=0)
+    assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
+    predicted = tagger.predict_word_tags([["the", "film", "was", "great"], ["a", "dull"]],
+                                         tag_names=["O", "NOUN", "ADJ"])
+    assert [len(p) for p in predicted] == [4, 2]
+    assert predicted[0] == ["O", "NOUN", "O", "ADJ"]  # learned from 8 copies
+    with pytest.raises(ValueError, match="tag ids 0 to 2 per word of this 3-tag tagger"):
+        tagger.fit(sentences[:2], [[0, 1, 0, 5], [0, 2, 1]])
