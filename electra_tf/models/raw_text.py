@@ -70,12 +70,16 @@ def as_dataset(model, x, y=None, sample_weight=None, batch_size=None, shuffle=Fa
                              "give no y, sample_weight or batch_size")
         return x.map(model.preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
             tf.data.AUTOTUNE)
-    ragged = _is_nested(x)  # sentences of words (the tagger): ragged rows
+    if isinstance(x, (str, bytes)):
+        x = [x]  # one text: a batch of one
+    ragged = _is_nested(x) or isinstance(x, tf.RaggedTensor)  # sentences of words: ragged rows
     if y is not None:
         model.check_labels(y if ragged else np.asarray(y))
     if ragged:
-        x = tf.ragged.constant([list(row) for row in x], tf.string)
-        y = None if y is None else tf.ragged.constant([list(row) for row in y], tf.int32)
+        if not isinstance(x, tf.RaggedTensor):
+            x = tf.ragged.constant([list(row) for row in x], tf.string)
+        if y is not None and not isinstance(y, tf.RaggedTensor):
+            y = tf.ragged.constant([list(row) for row in y], tf.int32)
         count = int(x.nrows())
     else:
         x = tuple(np.asarray(part, dtype=str) for part in x) if isinstance(x, tuple) else (

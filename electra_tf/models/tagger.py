@@ -98,7 +98,8 @@ class ElectraTagger(TaskModel):
         self.accuracy.update_state(correct, sample_weight=weight)
 
     def check_labels(self, labels):
-        flat = [t for row in labels for t in row]
+        flat = (labels.flat_values.numpy().tolist() if isinstance(labels, tf.RaggedTensor)
+                else [t for row in labels for t in row])
         if any(not isinstance(t, (int, np.integer)) or t < 0 or t >= self.num_tags for t in flat):
             shown = sorted({str(t) for t in flat})[:8]
             raise ValueError(f"the labels must be tag ids 0 to {self.num_tags - 1} per word of "

@@ -52,6 +52,7 @@ def test_evaluate_predict_and_validation_data_take_strings():
     results = model.evaluate(TEXTS, LABELS, batch_size=8, return_dict=True, verbose=0)
     assert set(results) >= {"loss", "accuracy"}
     assert model.predict(["what a ride", "dull"], verbose=0).shape == (2, 2)
+    assert model.predict("what a ride", verbose=0).shape == (1, 2)  # one text
     pairs = model.predict(x=(["the film"], ["was great"]), verbose=0)
     assert pairs.shape == (1, 2)
 
@@ -139,5 +140,7 @@ def test_a_tagger_trains_on_words_and_predicts_tags_per_word():
                                          tag_names=["O", "NOUN", "ADJ"])
     assert [len(p) for p in predicted] == [4, 2]
     assert predicted[0] == ["O", "NOUN", "O", "ADJ"]  # learned from 8 copies
+    ragged = tf.ragged.constant([["the", "film"], ["i", "liked", "it"]])
+    assert tagger.predict(ragged, verbose=0).shape == (2, 16, 3)
     with pytest.raises(ValueError, match="tag ids 0 to 2 per word of this 3-tag tagger"):
         tagger.fit(sentences[:2], [[0, 1, 0, 5], [0, 2, 1]])
