@@ -16,7 +16,11 @@ output is a keras-hub preset: the discriminator as an `ElectraBackbone` (keras-h
 the tanh GELU and has an untrained pooler; see electra_tf/convert/keras_hub.py for what that
 costs) and, when the vocabulary is known, an `ElectraTokenizer` over it, so
 `keras_hub.models.ElectraTokenizer.from_preset(dir)` and `ElectraBackbone.from_preset(dir)` load it.
-The vocabulary is --vocab_file, else the input's own (see the flag).
+The vocabulary is --vocab_file, else the input's own (see the flag). A fine-tuning run's
+classifier (`--from electra_tf --input runs/small_sst2 --to keras_hub`, one trial) becomes a whole
+preset of `electra_tf.keras_hub_tasks.ElectraTextClassifier`: backbone, tokenizer, head and
+preprocessor, which `keras_hub.models.TextClassifier.from_preset` loads once
+`electra_tf.keras_hub_tasks` is imported.
 """
 
 from __future__ import annotations
@@ -133,6 +137,34 @@ def write_electra_tf(pretrainer, output_dir: str, vocab_file: str | None) -> str
     return path
 
 
+def _fine_tuned_classifier_to_keras_hub(path: str, output_dir: str) -> None:
+    """A fine-tuning run's classifier (one trial) -> a whole keras-hub preset of
+    `ElectraTextClassifier`: backbone, tokenizer, head and preprocessor."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
+    from electra_tf.convert import ConversionError
+    from electra_tf.keras_hub_tasks import to_keras_hub_text_classifier
+    from electra_tf.loading import load
+    from electra_tf.models import ElectraClassifier
+
+    try:
+        if os.path.isdir(output_dir) and os.listdir(output_dir) and not FLAGS.overwrite:
+            raise ConversionError(f"{output_dir} is not empty (use --overwrite to write into it)")
+        classifier = load(path)
+        if not isinstance(classifier, ElectraClassifier):
+            raise ConversionError(f"{path} holds a fine-tuned {type(classifier).__name__}; only "
+                                  "a classifier becomes a keras-hub task preset")
+        if classifier.preprocessor is None:
+            raise ConversionError(f"{path}: its config names no vocabulary that exists here, so "
+                                  "the preset would have no tokenizer")
+        task = to_keras_hub_text_classifier(classifier)
+        task.save_to_preset(output_dir)
+    except (UserError, ValueError, OSError) as e:
+        sys.exit(f"error: {e}")
+    print(f"converted a fine-tuned classifier ({classifier.num_labels} classes) -> keras_hub "
+          f"ElectraTextClassifier: {output_dir} (keras_hub.models.TextClassifier.from_preset "
+          "loads it once electra_tf.keras_hub_tasks is imported)", flush=True)
+
+
 def main(argv):
     if len(argv) > 1:
         sys.exit(f"error: unexpected arguments {argv[1:]}; see --help")
@@ -141,6 +173,9 @@ def main(argv):
     from electra_tf.convert import ConversionError, hf
 
     source, output_dir = getattr(FLAGS, "from"), FLAGS.output_dir
+    if (source == "electra_tf" and FLAGS.to == "keras_hub"
+            and os.path.exists(os.path.join(FLAGS.input, run_directory.TASK_CARD))):
+        return _fine_tuned_classifier_to_keras_hub(FLAGS.input, output_dir)
     vocab_file = FLAGS.vocab_file or _input_vocab_file(source, FLAGS.input)
     tokenizer = None
     try:

@@ -100,3 +100,25 @@ def test_a_fine_tuned_run_takes_strings_and_becomes_a_whole_keras_hub_preset(tmp
     np.testing.assert_allclose(theirs.predict(texts, verbose=0), ours, atol=5e-3, rtol=0)
     with pytest.raises(ValueError, match="a regression head"):
         to_keras_hub_text_classifier(ElectraClassifier(tiny_model_config(), regression=True))
+
+
+def test_convert_checkpoint_writes_a_fine_tuned_classifiers_whole_preset(tmp_path):
+    import yaml
+
+    from tests.run_helpers import run_in_process
+    from tests.test_loading import fine_tuning_run
+
+    run = tmp_path / "run"
+    fine_tuning_run(run, "classification")
+    (tmp_path / "vocab.txt").write_text("".join(t + "\n" for t in VOCAB))
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["finetune"]["vocab_file"] = str(tmp_path / "vocab.txt")
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    result = run_in_process(["--from", "electra_tf", "--input", str(run), "--to", "keras_hub",
+                             "--output_dir", str(tmp_path / "preset")],
+                            module="electra_tf.convert_checkpoint")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "converted a fine-tuned classifier (3 classes) -> keras_hub" in result.stdout
+    loaded = keras_hub.models.TextClassifier.from_preset(str(tmp_path / "preset"))
+    assert isinstance(loaded, ElectraTextClassifier)
+    assert loaded.predict(["a great film"], verbose=0).shape == (1, 3)
