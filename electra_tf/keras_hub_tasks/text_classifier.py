@@ -12,8 +12,8 @@ The head is the original's (`finetune/classification/classification_tasks.py`): 
 hidden state of [CLS] (keras-hub's backbone also returns a tanh pooler output, which ELECTRA's
 classifier does not use) -> dropout 0.1 -> a dense layer, Glorot-uniform kernel, zero bias.
 The backbone is keras-hub's own, whose GELU is the tanh approximation (the original's is the
-exact erf form; `electra_tf.ElectraClassifier` keeps that one), so the two classifiers differ
-in float rounding, not in what they compute. The preprocessor gives the original's token ids
+exact erf form; `electra_tf.ElectraClassifier` keeps that one), so the same weights answer
+within about 1e-3 in the two classifiers. The preprocessor gives the original's token ids
 and truncation (`electra_tf.preprocessing`). `compile()` is keras-hub's default (Adam at 5e-5);
 `electra_tf.ElectraClassifier.compile_for_finetuning` is the original's recipe.
 """
