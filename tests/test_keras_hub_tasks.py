@@ -28,6 +28,21 @@ def preset(tmp_path_factory):
     return directory, source
 
 
+def fine_tuned_run_with_vocabulary(tmp_path):
+    """(a 3-class fine-tuning trial directory whose config names a vocabulary, its model)."""
+    import yaml
+
+    from tests.test_loading import fine_tuning_run
+
+    run = tmp_path / "run"
+    model = fine_tuning_run(run, "classification")
+    (tmp_path / "vocab.txt").write_text("".join(t + "\n" for t in VOCAB))
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["finetune"]["vocab_file"] = str(tmp_path / "vocab.txt")
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    return run, model
+
+
 def test_the_three_lines_of_keras_hub_work_with_electra(preset):
     classifier = keras_hub.models.TextClassifier.from_preset(preset[0], num_classes=2)
     assert isinstance(classifier, ElectraTextClassifier)
@@ -73,18 +88,10 @@ def test_a_tokenizer_larger_than_the_backbone_is_refused(preset):
 
 
 def test_a_fine_tuned_run_takes_strings_and_becomes_a_whole_keras_hub_preset(tmp_path):
-    import yaml
-
     import electra_tf
     from electra_tf.keras_hub_tasks import to_keras_hub_text_classifier
-    from tests.test_loading import fine_tuning_run
 
-    run = tmp_path / "run"
-    source = fine_tuning_run(run, "classification")
-    (tmp_path / "vocab.txt").write_text("".join(t + "\n" for t in VOCAB))
-    config = yaml.safe_load((run / "config.yaml").read_text())
-    config["finetune"]["vocab_file"] = str(tmp_path / "vocab.txt")
-    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    run, source = fine_tuned_run_with_vocabulary(tmp_path)
     loaded = electra_tf.load(str(run))
     assert loaded.preprocessor.sequence_length == 16  # the run's own length
     texts = ["the story was great", "a dull film"]
@@ -103,17 +110,9 @@ def test_a_fine_tuned_run_takes_strings_and_becomes_a_whole_keras_hub_preset(tmp
 
 
 def test_convert_checkpoint_writes_a_fine_tuned_classifiers_whole_preset(tmp_path):
-    import yaml
-
     from tests.run_helpers import run_in_process
-    from tests.test_loading import fine_tuning_run
 
-    run = tmp_path / "run"
-    fine_tuning_run(run, "classification")
-    (tmp_path / "vocab.txt").write_text("".join(t + "\n" for t in VOCAB))
-    config = yaml.safe_load((run / "config.yaml").read_text())
-    config["finetune"]["vocab_file"] = str(tmp_path / "vocab.txt")
-    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    run, _ = fine_tuned_run_with_vocabulary(tmp_path)
     result = run_in_process(["--from", "electra_tf", "--input", str(run), "--to", "keras_hub",
                              "--output_dir", str(tmp_path / "preset")],
                             module="electra_tf.convert_checkpoint")

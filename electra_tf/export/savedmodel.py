@@ -90,7 +90,8 @@ def export_discriminator(pretrainer, export_dir: str, *, with_examples: bool = T
         return {"logits": logits, "probabilities": tf.sigmoid(logits)}
 
     outputs = checked_forward(forward, config, jit_compile)
-    embeddings = checked_forward(pretrainer.encoder.embed, config, jit_compile)
+    embeddings = (checked_forward(pretrainer.encoder.embed, config, jit_compile)
+                  if with_embeddings else None)
 
     # The first endpoint is the default; ExportArchive wraps each one in a tf.function without
     # jit_compile (plain TensorFlow ops; `forward` may be a compiled function inside it) and

@@ -37,9 +37,10 @@ class ElectraTaggerPreprocessor(ElectraTextClassifierPreprocessor):
         words = _as_ragged(x, tf.string)  # [batch, (words)]
         pieces = self._token_ids(words.flat_values)  # [total words, (pieces)]
         empty = tf.equal(pieces.row_lengths(), 0)  # an empty word is [UNK], as the original's
-        unk = tf.fill([tf.reduce_sum(tf.cast(empty, tf.int32))], self.tokenizer.token_to_id("[UNK]"))
+        unk = self.tokenizer.token_to_id("[UNK]")
         pieces = tf.concat([pieces, tf.RaggedTensor.from_row_lengths(
-            unk, tf.cast(empty, tf.int64))], axis=1)
+            tf.fill([tf.reduce_sum(tf.cast(empty, tf.int32))], unk), tf.cast(empty, tf.int64))],
+            axis=1)
         features, kept, row, position = _align(
             pieces, words.row_lengths(), self.sequence_length,
             self.tokenizer.cls_token_id, self.tokenizer.sep_token_id)
@@ -78,11 +79,10 @@ def _align(pieces: tf.RaggedTensor, num_words: tf.Tensor, length: int, cls_id: i
     # leave room for [SEP]. Both grow along the sentence, so the kept words are a prefix.
     kept = (words_here + 3 + position <= length) & (position + word_lengths + 1 <= length)
     has_cls = num_words + 3 <= length  # else the sentence is [SEP] alone
-    kept_words = tf.ragged.boolean_mask(pieces, kept)
-    body = tf.RaggedTensor.from_row_lengths(
-        kept_words.flat_values, tf.math.unsorted_segment_sum(
-            tf.where(kept, word_lengths, 0), row, tf.size(num_words, out_type=tf.int64)))
     batch = tf.size(num_words, out_type=tf.int64)
+    body = tf.RaggedTensor.from_row_lengths(
+        tf.ragged.boolean_mask(pieces, kept).flat_values,
+        tf.math.unsorted_segment_sum(tf.where(kept, word_lengths, 0), row, batch))
     cls = tf.RaggedTensor.from_row_lengths(
         tf.fill([tf.reduce_sum(tf.cast(has_cls, tf.int32))], cls_id), tf.cast(has_cls, tf.int64))
     sep = tf.RaggedTensor.from_row_lengths(tf.fill([batch], sep_id), tf.ones([batch], tf.int64))
