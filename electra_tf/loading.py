@@ -41,10 +41,10 @@ from electra_tf.convert.keras_hub import assign_from_keras_hub, model_config_fro
 from electra_tf.finetuning import kinds
 from electra_tf.finetuning.source import resolve_source, restore_encoder
 # Importing electra_tf.models registers every class a .keras file can name.
-from electra_tf.models import (ElectraClassifier, ElectraEncoder, ElectraPretrainer,
-                               build_pretrainer, make_embeddings)
+from electra_tf.models import (ElectraEncoder, ElectraPretrainer, build_pretrainer,
+                               make_embeddings)
 from electra_tf.models.task_model import TaskModel
-from electra_tf.preprocessing.text_classifier import ElectraTextClassifierPreprocessor
+from electra_tf.preprocessing.question_answerer import ElectraQuestionAnswererPreprocessor
 from electra_tf.run_directory import FINETUNING, KERAS_FILE, KERAS_HUB, TASK_CARD, TRIALS
 from electra_tf.training.checkpointing import CheckpointError, restore_weights
 
@@ -202,33 +202,55 @@ def load_task_model(model_class: type, path: str, **kwargs) -> TaskModel:
                               " ElectraQuestionAnswerer.from_preset or ElectraTagger.from_preset")
     if located.kind == KERAS_HUB:
         backbone, model_config = _keras_hub_preset(located.path)
-        if (_takes_text_classifier_preprocessor(model_class, kwargs)
-                and run_directory.keras_hub_has_tokenizer(located.path)):
-            kwargs["preprocessor"] = ElectraTextClassifierPreprocessor(
-                keras_hub.models.ElectraTokenizer.from_preset(located.path),
-                sequence_length=_preprocessor_length(model_config))
+        if run_directory.keras_hub_has_tokenizer(located.path):
+            kwargs = _with_preprocessor(
+                model_class, kwargs, model_config,
+                tokenizer=keras_hub.models.ElectraTokenizer.from_preset(located.path))
         model = model_class(model_config, **kwargs)
         assign_from_keras_hub(model.encoder, backbone)
         return model
     source = resolve_source(located.checkpoint or located.path)
-    if _takes_text_classifier_preprocessor(model_class, kwargs) and source.vocab_file:
-        kwargs["preprocessor"] = ElectraTextClassifierPreprocessor.from_vocabulary(
-            source.vocab_file, lower_case=FinetuneConfig().finetune.lower_case,
-            sequence_length=_preprocessor_length(source.model_config))
+    if source.vocab_file:
+        kwargs = _with_preprocessor(model_class, kwargs, source.model_config,
+                                    vocab_file=source.vocab_file)
     model = model_class(source.model_config, **kwargs)
     restore_encoder(model, source)
     return model
 
 
-def _takes_text_classifier_preprocessor(model_class: type, kwargs: dict) -> bool:
-    """A classifier built from a pretrained encoder gets the preprocessor of its vocabulary,
-    unless the caller gave one (or None)."""
-    return issubclass(model_class, ElectraClassifier) and "preprocessor" not in kwargs
+def _with_preprocessor(model_class: type, kwargs: dict, model_config, *, tokenizer=None,
+                       vocab_file: str | None = None, config: FinetuneConfig | None = None):
+    """`kwargs` with the preprocessor (`model_class.preprocessor_cls`) of `tokenizer` (a
+    keras-hub `ElectraTokenizer`) or `vocab_file`, unless the caller gave one (or None). A
+    fine-tuning run's `config` gives its own lengths and case; an encoder gets the task's
+    recipe, within its positions."""
+    preprocessor_cls = getattr(model_class, "preprocessor_cls", None)
+    if preprocessor_cls is None or "preprocessor" in kwargs:
+        return kwargs
+    settings = _preprocessor_settings(model_class, preprocessor_cls, model_config, config)
+    config = config or FinetuneConfig()
+    preprocessor = (preprocessor_cls(tokenizer, **settings) if tokenizer is not None else
+                    preprocessor_cls.from_vocabulary(
+                        vocab_file, lower_case=config.finetune.lower_case, **settings))
+    return {**kwargs, "preprocessor": preprocessor}
 
 
-def _preprocessor_length(model_config) -> int:
-    """The fine-tuning recipe's length, or the encoder's positions when it has fewer."""
-    return min(FinetuneConfig().finetune.max_seq_length, model_config.max_position_embeddings)
+def _preprocessor_settings(model_class: type, preprocessor_cls: type, model_config,
+                           config: FinetuneConfig | None) -> dict:
+    if config is not None:  # a fine-tuning run: as it featurized
+        length, query, stride = (config.finetune.max_seq_length, config.qa.max_query_length,
+                                 config.qa.doc_stride)
+    else:
+        kind = next((k for k in kinds.KINDS.values() if issubclass(model_class, k.model_class)),
+                    None)
+        recipe = FinetuneConfig()
+        length = min(getattr(kind, "default_max_seq_length", None)
+                     or recipe.finetune.max_seq_length, model_config.max_position_embeddings)
+        query = min(recipe.qa.max_query_length, max(1, length // 4))
+        stride = min(recipe.qa.doc_stride, length - query - 3)
+    if issubclass(preprocessor_cls, ElectraQuestionAnswererPreprocessor):
+        return {"sequence_length": length, "max_query_length": query, "doc_stride": stride}
+    return {"sequence_length": length}
 
 
 def _fine_tuned_model(located: run_directory.RunDirectory, model_class: type, path: str,
@@ -244,12 +266,10 @@ def _fine_tuned_model(located: run_directory.RunDirectory, model_class: type, pa
         raise CheckpointError(f"{path} holds a fine-tuned {kind.model_class.__name__} (task "
                               f"{card.get('task')}), not {_a(model_class.__name__)}")
     arguments = {**kind.model_arguments(card, config), **overrides}
-    if (_takes_text_classifier_preprocessor(kind.model_class, arguments)
-            and config.finetune.vocab_file and os.path.exists(config.finetune.vocab_file)):
-        # the run's own tokenization: its vocabulary, case and length
-        arguments["preprocessor"] = ElectraTextClassifierPreprocessor.from_vocabulary(
-            config.finetune.vocab_file, lower_case=config.finetune.lower_case,
-            sequence_length=config.finetune.max_seq_length)
+    if config.finetune.vocab_file and os.path.exists(config.finetune.vocab_file):
+        # the run's own tokenization: its vocabulary, case and lengths
+        arguments = _with_preprocessor(kind.model_class, arguments, config.model,
+                                       vocab_file=config.finetune.vocab_file, config=config)
     return kind.model_class(config.model, **arguments)
 
 

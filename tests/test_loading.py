@@ -21,6 +21,8 @@ from electra_tf.models import (CorruptedInputMlmPretrainer, ElectraClassifier, E
                                ElectraPretrainer, ElectraQuestionAnswerer, ElectraTagger,
                                build_pretrainer)
 from electra_tf.models.task_model import TaskModel
+from electra_tf.preprocessing.question_answerer import ElectraQuestionAnswererPreprocessor
+from electra_tf.preprocessing.tagger import ElectraTaggerPreprocessor
 from electra_tf.preprocessing.text_classifier import ElectraTextClassifierPreprocessor
 from electra_tf.training.checkpointing import CheckpointError, RunCheckpoint
 from electra_tf.training.optimizer import create_optimizer
@@ -355,6 +357,24 @@ def test_a_classifier_from_a_run_with_a_vocabulary_takes_raw_strings(tmp_path, p
     assert model.predict(["the dogs", "a dog"], verbose=0).shape == (2, 2)
     features = model.preprocessor(["the dogs"])
     np.testing.assert_array_equal(features["input_ids"][0, :5], [2, 5, 6, 7, 3])
+
+
+def test_a_question_answerer_and_a_tagger_from_a_run_get_their_own_preprocessors(
+        tmp_path, pretraining_run):
+    run = tmp_path / "run"
+    shutil.copytree(pretraining_run.path, run)
+    (run / "vocab.txt").write_text("\n".join(
+        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "dog", "##s"]) + "\n")
+    answerer = ElectraQuestionAnswerer.from_preset(str(run), beam_size=3)
+    preprocessor = answerer.preprocessor
+    assert isinstance(preprocessor, ElectraQuestionAnswererPreprocessor)
+    # the QA recipe (512, 64, 128) fitted to the tiny encoder's 64 positions
+    assert (preprocessor.sequence_length, preprocessor.max_query_length,
+            preprocessor.doc_stride) == (64, 16, 45)
+    assert answerer.predict((["the dog"], ["the dogs"]), verbose=0).shape == (1,)
+    tagger = ElectraTagger.from_preset(str(run), num_tags=3)
+    assert isinstance(tagger.preprocessor, ElectraTaggerPreprocessor)
+    assert len(tagger.predict_word_tags([["the", "dogs"]])[0]) == 2
 
 
 def test_a_classifier_from_a_keras_hub_preset_with_a_tokenizer_takes_raw_strings(

@@ -28,7 +28,7 @@ import tensorflow as tf
 
 from electra_tf.export.savedmodel import (INPUT_NAMES, TEXT_SIGNATURE, add_id_endpoints,
                                           checked_forward, load_text_tokenizer)
-from electra_tf.models.question_answerer import BEAM_OUTPUTS
+from electra_tf.models.question_answers import BEAM_OUTPUTS
 
 
 def export_question_answerer(model, export_dir: str, *, task: str, with_examples: bool = True,

@@ -31,7 +31,8 @@ from electra_tf.evaluation.squad_decoding import (RawResult, apply_null_threshol
 from electra_tf.export.question_answerer import export_question_answerer
 from electra_tf.finetuning.common import (ExportOptions, TaskKind, TaskOptions, batched_inputs,
                                           check_vocabulary)
-from electra_tf.models.question_answerer import BEAM_OUTPUTS, ElectraQuestionAnswerer
+from electra_tf.models.question_answerer import ElectraQuestionAnswerer
+from electra_tf.models.question_answers import BEAM_OUTPUTS
 from electra_tf.models.task_model import INPUT_NAMES
 
 QA_TASKS = ("squad/v1.1", "squad/v2.0", "mrqa")

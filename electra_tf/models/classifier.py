@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.models.task_model import TASK_HEAD_SCOPE, TaskModel
+from electra_tf.preprocessing.text_classifier import ElectraTextClassifierPreprocessor
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -76,6 +77,8 @@ class ElectraClassifier(TaskModel):
     model.predict(["what a ride"])  # logits [1, 2]
     ```
     """
+
+    preprocessor_cls = ElectraTextClassifierPreprocessor
 
     def __init__(self, model_config=None, num_labels=2, regression=False, dropout=0.1,
                  loss_reduction="sum", **kwargs):

@@ -8,16 +8,24 @@ graph: `start_top_index`, `start_top_log_probs` [batch, k], `end_top_index`, `en
 Labels: a dict of `start_positions`, `end_positions` (int [batch], token positions; 0 = [CLS] for
 windows without the answer and for unanswerable questions) and `is_impossible` (float [batch]).
 The loss is the head's per-example loss, summed over the batch as the original (or averaged).
+
+With a preprocessor (`ElectraQuestionAnswererPreprocessor`) the model also takes raw text:
+`fit(x=(questions, contexts), y={"answer_start": character offsets, "answer_text": texts})`
+trains on every window, and `predict((questions, contexts))` returns the answer texts,
+decoded over all windows as the SQuAD evaluation decodes (`answer` gives scores and n-best).
 """
 
 import keras
+import numpy as np
 import tensorflow as tf
 
+from electra_tf.models import raw_text
+from electra_tf.models.question_answers import answer_questions
 from electra_tf.models.span_heads import SPAN_HEADS
 from electra_tf.models.task_model import TASK_HEAD_SCOPE, TaskModel
+from electra_tf.preprocessing.question_answerer import ElectraQuestionAnswererPreprocessor
 
-BEAM_OUTPUTS = ("start_top_index", "start_top_log_probs", "end_top_index", "end_top_log_probs",
-                "answerable_logit")
+ANSWER_LABELS = ("answer_start", "answer_text")
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -51,6 +59,8 @@ class ElectraQuestionAnswerer(TaskModel):
     model(inputs)["end_top_index"].shape  # (1, 5, 5); decode with electra_tf.finetuning
     ```
     """
+
+    preprocessor_cls = ElectraQuestionAnswererPreprocessor
 
     def __init__(self, model_config=None, head="joint", beam_size=20, answerable_weight=0.5,
                  loss_reduction="sum", **kwargs):
@@ -86,6 +96,38 @@ class ElectraQuestionAnswerer(TaskModel):
         predicted = tf.argmax(outputs["start_logits"], -1, output_type=tf.int32)
         correct = tf.cast(tf.equal(predicted, tf.cast(labels["start_positions"], tf.int32)), tf.float32)
         self.start_accuracy.update_state(correct, sample_weight=sample_weight)
+
+    def check_labels(self, labels):
+        if not isinstance(labels, dict) or set(labels) != set(ANSWER_LABELS):
+            raise ValueError(
+                "the question answerer's labels for raw text are a dict {'answer_start': the "
+                "answer's character offset in the context (-1: no answer), 'answer_text': the "
+                f"answer ('' for none)}}, got {type(labels).__name__}"
+                + (f" with keys {sorted(labels)}" if isinstance(labels, dict) else ""))
+
+    def predict(self, x, batch_size=None, **kwargs):
+        """Features -> the beam outputs (as `call`); `(questions, contexts)` -> their answer
+        texts, a numpy array of str [batch] ("empty" when no span survives the filters)."""
+        if not raw_text.holds_strings(x):
+            return super().predict(x, batch_size=batch_size, **kwargs)
+        return np.array([a["answer"] for a in self.answer(*self._questions_and_contexts(x),
+                                                             batch_size=batch_size or 32)],
+                        dtype=object)
+
+    def answer(self, questions, contexts, *, n_best_size=20, max_answer_length=30,
+               batch_size=32) -> list[dict]:
+        """Answers each question about its context with every window of the context: [{"answer",
+        "score" (the joint log-probability), "answerable_logit" (the smallest over the windows;
+        above -2.75 means "no answer" for SQuAD 2.0), "nbest"}] in order."""
+        raw_text.check_preprocessor(self, questions)
+        return answer_questions(self, questions, contexts, n_best_size=n_best_size,
+                                max_answer_length=max_answer_length, batch_size=batch_size)
+
+    @staticmethod
+    def _questions_and_contexts(x):
+        if not (isinstance(x, tuple) and len(x) == 2):
+            raise ValueError("the question answerer predicts from x=(questions, contexts)")
+        return x
 
     def task_config(self):
         return {"head": self.head_type, "beam_size": self.beam_size,

@@ -1,9 +1,13 @@
 """Raw strings in `fit`, `evaluate` and `predict` of a task model that carries a preprocessor.
 
 Keras slices arrays of features into batches itself; strings must first go through the model's
-preprocessor (`electra_tf.preprocessing`), so inputs that hold strings are turned into a batched
-`tf.data.Dataset` mapped through it, as keras-hub's tasks do. Inputs without strings (feature
-dicts, datasets of features) go to Keras unchanged.
+preprocessor (`electra_tf.preprocessing`). Texts in memory (lists, arrays) go through it once,
+and a `tf.data.Dataset` of their features (rows shuffled each epoch when asked, then batched)
+feeds Keras: mapping the preprocessor in every epoch would rebuild its graph for every epoch's
+iterator, seconds each. The question answerer's rows are windows, several per long context,
+shuffled and batched as `run_finetuning` does. A dataset of strings is mapped through the
+preprocessor as keras-hub's tasks do. Inputs without strings (feature dicts, datasets of
+features) go to Keras unchanged.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import tensorflow as tf
 import keras
 
 DEFAULT_BATCH_SIZE = 32  # Keras' own default for arrays
+PREPROCESSING_BATCH = 256  # texts through the preprocessor at a time
 
 
 def holds_strings(x) -> bool:
@@ -55,9 +60,13 @@ def check_preprocessor(model, x) -> None:
     if model.preprocessor is None:
         raise ValueError(
             f"{type(model).__name__} got raw strings but has no preprocessor: give it one "
-            f"({type(model).__name__}(..., preprocessor=ElectraTextClassifierPreprocessor."
+            f"({type(model).__name__}(..., preprocessor={_preprocessor_name(model)}."
             "from_vocabulary('vocab.txt')), or from_preset of a directory with a vocabulary "
             "attaches it), or pass features: a dict of int input_ids, input_mask, segment_ids")
+
+
+def _preprocessor_name(model) -> str:
+    return getattr(model.preprocessor_cls, "__name__", "ElectraTextClassifierPreprocessor")
 
 
 def as_dataset(model, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
@@ -74,25 +83,38 @@ def as_dataset(model, x, y=None, sample_weight=None, batch_size=None, shuffle=Fa
         x = [x]  # one text: a batch of one
     ragged = _is_nested(x) or isinstance(x, tf.RaggedTensor)  # sentences of words: ragged rows
     if y is not None:
-        model.check_labels(y if ragged else np.asarray(y))
+        model.check_labels(y if ragged or isinstance(y, dict) else np.asarray(y))
     if ragged:
         if not isinstance(x, tf.RaggedTensor):
             x = tf.ragged.constant([list(row) for row in x], tf.string)
         if y is not None and not isinstance(y, tf.RaggedTensor):
             y = tf.ragged.constant([list(row) for row in y], tf.int32)
-        count = int(x.nrows())
     else:
         x = tuple(np.asarray(part, dtype=str) for part in x) if isinstance(x, tuple) else (
             np.asarray(x, dtype=str))
-        count = len(np.atleast_1d(tf.nest.flatten(x)[0]))
-    elements = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
-    dataset = tf.data.Dataset.from_tensor_slices(elements)
+    texts = tf.data.Dataset.from_tensor_slices(
+        keras.utils.pack_x_y_sample_weight(x, y, sample_weight))
+    texts = (texts.ragged_batch(PREPROCESSING_BATCH) if ragged
+             else texts.batch(PREPROCESSING_BATCH))
+    rows = _concatenated(list(texts.map(model.preprocessor)))
+    dataset = tf.data.Dataset.from_tensor_slices(rows)
     if shuffle:
-        dataset = dataset.shuffle(count, reshuffle_each_iteration=True)
-    batch_size = batch_size or DEFAULT_BATCH_SIZE
-    dataset = dataset.ragged_batch(batch_size) if ragged else dataset.batch(batch_size)
-    return dataset.map(model.preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
-        tf.data.AUTOTUNE)
+        dataset = dataset.shuffle(len(tf.nest.flatten(rows)[0]), reshuffle_each_iteration=True)
+    return dataset.batch(batch_size or DEFAULT_BATCH_SIZE).prefetch(tf.data.AUTOTUNE)
+
+
+def _concatenated(batches: list):
+    """The preprocessor's batches as one structure of rows. A feature whose width differs
+    between batches (the tagger's `word_positions`) is padded with -1, as the preprocessor
+    pads it."""
+    def concatenate(*parts):
+        width = max(int(p.shape[1]) for p in parts) if parts[0].shape.rank > 1 else None
+        if width is not None:
+            parts = [tf.pad(p, [[0, 0], [0, width - p.shape[1]]] + [[0, 0]] * (p.shape.rank - 2),
+                            constant_values=-1) for p in parts]
+        return tf.concat(parts, axis=0)
+
+    return tf.nest.map_structure(concatenate, *batches)
 
 
 def _is_nested(x) -> bool:

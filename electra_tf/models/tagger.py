@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from electra_tf.models import raw_text
 from electra_tf.models.task_model import TASK_HEAD_SCOPE, TaskModel
+from electra_tf.preprocessing.tagger import ElectraTaggerPreprocessor, predict_word_tags
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -73,6 +74,8 @@ class ElectraTagger(TaskModel):
     ```
     """
 
+    preprocessor_cls = ElectraTaggerPreprocessor
+
     def __init__(self, model_config=None, num_tags=2, loss_reduction="sum", **kwargs):
         super().__init__(model_config, loss_reduction, **kwargs)
         if num_tags < 1:
@@ -110,14 +113,7 @@ class ElectraTagger(TaskModel):
         ids, or names from `tag_names`. Words cut by the truncation rule are left out, as the
         original scores them; needs a preprocessor (`ElectraTaggerPreprocessor`)."""
         raw_text.check_preprocessor(self, sentences)
-        result = []
-        for start in range(0, len(sentences), batch_size):
-            features = self.preprocessor([list(s) for s in sentences[start:start + batch_size]])
-            predicted = tf.argmax(self(features, training=False), -1).numpy()
-            for ids, positions in zip(predicted, features["word_positions"].numpy()):
-                tags = ids[positions[positions >= 0]].tolist()
-                result.append([tag_names[t] for t in tags] if tag_names else tags)
-        return result
+        return predict_word_tags(self, sentences, tag_names, batch_size)
 
     def task_config(self):
         return {"num_tags": self.num_tags}

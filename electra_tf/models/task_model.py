@@ -31,8 +31,11 @@ class TaskModel(ReplicatedModel):
     Inputs are dicts of int tensors `input_ids`, `input_mask`, `segment_ids` [batch, seq];
     labels are whatever the subclass's `per_example_loss` takes. Subclasses implement
     `call(inputs, training)` and `per_example_loss(labels, outputs) -> float32 [batch]`, and may
-    add metrics in `update_task_metrics`.
+    add metrics in `update_task_metrics`. `preprocessor_cls` is the class of preprocessor that
+    turns raw text into the subclass's features.
     """
+
+    preprocessor_cls = None
 
     def __init__(self, model_config=None, loss_reduction="sum", preprocessor=None, **kwargs):
         super().__init__(**kwargs)

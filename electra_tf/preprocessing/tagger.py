@@ -53,6 +53,21 @@ class ElectraTaggerPreprocessor(ElectraTextClassifierPreprocessor):
         return keras.utils.pack_x_y_sample_weight(features, y, sample_weight)
 
 
+def predict_word_tags(model, sentences, tag_names=None, batch_size=32) -> list[list]:
+    """Sentences (lists of words) -> the likeliest tag of each kept word, per sentence: ids, or
+    names from `tag_names`, from `model`'s logits [batch, seq, tags] on the features of its
+    `preprocessor` (an `ElectraTaggerPreprocessor`). Words cut by the truncation rule are left
+    out, as the original scores them."""
+    result = []
+    for start in range(0, len(sentences), batch_size):
+        features = model.preprocessor([list(s) for s in sentences[start:start + batch_size]])
+        predicted = tf.argmax(model(features, training=False), -1).numpy()
+        for ids, positions in zip(predicted, features["word_positions"].numpy()):
+            tags = ids[positions[positions >= 0]].tolist()
+            result.append([tag_names[t] for t in tags] if tag_names else tags)
+    return result
+
+
 def _as_ragged(values, dtype) -> tf.RaggedTensor:
     """Sentences [batch, (words)] as a ragged tensor with int64 row splits."""
     if isinstance(values, tf.RaggedTensor):

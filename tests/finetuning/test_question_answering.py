@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from electra_tf.finetuning import runner
 from electra_tf.finetuning.question_answering import answer, load_squad_task
-from electra_tf.models.question_answerer import BEAM_OUTPUTS
+from electra_tf.models.question_answers import BEAM_OUTPUTS
 from tests.finetuning.helpers import write_vocab
 from tests.finetuning.squad_helpers import qa_config, write_squad
 from tests.run_helpers import run_in_process

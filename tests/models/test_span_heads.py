@@ -7,7 +7,8 @@ import tensorflow as tf
 from scipy.special import erf, log_softmax, softmax
 
 from electra_tf.config import ModelConfig
-from electra_tf.models.question_answerer import BEAM_OUTPUTS, ElectraQuestionAnswerer
+from electra_tf.models.question_answerer import ElectraQuestionAnswerer
+from electra_tf.models.question_answers import BEAM_OUTPUTS
 from electra_tf.models.span_heads import IndependentSpanHead, JointSpanHead, answer_mask
 
 BATCH, SEQ, HIDDEN = 3, 12, 8
