@@ -42,6 +42,10 @@ _EXPORTS = {
     "ElectraTextClassifierPreprocessor": "electra_tf.preprocessing.text_classifier",
     "ElectraTextClassifier": "electra_tf.keras_hub_tasks.text_classifier",
     "ElectraTaggerPreprocessor": "electra_tf.preprocessing.tagger",
+    "ElectraQuestionAnswererPreprocessor": "electra_tf.preprocessing.question_answerer",
+    "ElectraMaskedLM": "electra_tf.keras_hub_tasks.masked_lm",
+    "ElectraMaskedLMPreprocessor": "electra_tf.keras_hub_tasks.masked_lm",
+    "ElectraTokenClassifier": "electra_tf.keras_hub_tasks.token_classifier",
     "DiscriminatorHead": "electra_tf.models.heads",
     # configuration
     "ElectraConfig": "electra_tf.config",

@@ -20,7 +20,8 @@ The vocabulary is --vocab_file, else the input's own (see the flag). A fine-tuni
 classifier (`--from electra_tf --input runs/small_sst2 --to keras_hub`, one trial) becomes a whole
 preset of `electra_tf.keras_hub_tasks.ElectraTextClassifier`: backbone, tokenizer, head and
 preprocessor, which `keras_hub.models.TextClassifier.from_preset` loads once
-`electra_tf.keras_hub_tasks` is imported.
+`electra_tf.keras_hub_tasks` is imported; a fine-tuned tagger becomes one of
+`ElectraTokenClassifier` (`ElectraTokenClassifier.from_preset` loads it).
 """
 
 from __future__ import annotations
@@ -137,32 +138,41 @@ def write_electra_tf(pretrainer, output_dir: str, vocab_file: str | None) -> str
     return path
 
 
-def _fine_tuned_classifier_to_keras_hub(path: str, output_dir: str) -> None:
-    """A fine-tuning run's classifier (one trial) -> a whole keras-hub preset of
-    `ElectraTextClassifier`: backbone, tokenizer, head and preprocessor."""
+def _fine_tuned_to_keras_hub(path: str, output_dir: str) -> None:
+    """A fine-tuning run's classifier or tagger (one trial) -> a whole keras-hub preset of
+    `ElectraTextClassifier` or `ElectraTokenClassifier`: backbone, tokenizer, head and
+    preprocessor."""
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.convert import ConversionError
-    from electra_tf.keras_hub_tasks import to_keras_hub_text_classifier
+    from electra_tf.keras_hub_tasks import (to_keras_hub_text_classifier,
+                                            to_keras_hub_token_classifier)
     from electra_tf.loading import load
-    from electra_tf.models import ElectraClassifier
+    from electra_tf.models import ElectraClassifier, ElectraTagger
 
     try:
         if os.path.isdir(output_dir) and os.listdir(output_dir) and not FLAGS.overwrite:
             raise ConversionError(f"{output_dir} is not empty (use --overwrite to write into it)")
-        classifier = load(path)
-        if not isinstance(classifier, ElectraClassifier):
-            raise ConversionError(f"{path} holds a fine-tuned {type(classifier).__name__}; only "
-                                  "a classifier becomes a keras-hub task preset")
-        if classifier.preprocessor is None:
+        model = load(path)
+        if not isinstance(model, (ElectraClassifier, ElectraTagger)):
+            raise ConversionError(f"{path} holds a fine-tuned {type(model).__name__}; a "
+                                  "classifier or a tagger becomes a keras-hub task preset "
+                                  "(keras-hub has no question-answering task)")
+        if model.preprocessor is None:
             raise ConversionError(f"{path}: its config names no vocabulary that exists here, so "
                                   "the preset would have no tokenizer")
-        task = to_keras_hub_text_classifier(classifier)
+        if isinstance(model, ElectraTagger):
+            task, what = to_keras_hub_token_classifier(model), f"tagger ({model.num_tags} tags)"
+            loader = "electra_tf.keras_hub_tasks.ElectraTokenClassifier.from_preset loads it"
+        else:
+            task, what = (to_keras_hub_text_classifier(model),
+                          f"classifier ({model.num_labels} classes)")
+            loader = ("keras_hub.models.TextClassifier.from_preset loads it once "
+                      "electra_tf.keras_hub_tasks is imported")
         task.save_to_preset(output_dir)
     except (UserError, ValueError, OSError) as e:
         sys.exit(f"error: {e}")
-    print(f"converted a fine-tuned classifier ({classifier.num_labels} classes) -> keras_hub "
-          f"ElectraTextClassifier: {output_dir} (keras_hub.models.TextClassifier.from_preset "
-          "loads it once electra_tf.keras_hub_tasks is imported)", flush=True)
+    print(f"converted a fine-tuned {what} -> keras_hub {type(task).__name__}: {output_dir} "
+          f"({loader})", flush=True)
 
 
 def main(argv):
@@ -175,7 +185,7 @@ def main(argv):
     source, output_dir = getattr(FLAGS, "from"), FLAGS.output_dir
     if (source == "electra_tf" and FLAGS.to == "keras_hub"
             and os.path.exists(os.path.join(FLAGS.input, run_directory.TASK_CARD))):
-        return _fine_tuned_classifier_to_keras_hub(FLAGS.input, output_dir)
+        return _fine_tuned_to_keras_hub(FLAGS.input, output_dir)
     vocab_file = FLAGS.vocab_file or _input_vocab_file(source, FLAGS.input)
     tokenizer = None
     try:

@@ -28,14 +28,15 @@ def preset(tmp_path_factory):
     return directory, source
 
 
-def fine_tuned_run_with_vocabulary(tmp_path):
-    """(a 3-class fine-tuning trial directory whose config names a vocabulary, its model)."""
+def fine_tuned_run_with_vocabulary(tmp_path, kind="classification"):
+    """(a fine-tuning trial directory (a 3-class classifier by default) whose config names a
+    vocabulary, its model)."""
     import yaml
 
     from tests.test_loading import fine_tuning_run
 
     run = tmp_path / "run"
-    model = fine_tuning_run(run, "classification")
+    model = fine_tuning_run(run, kind)
     (tmp_path / "vocab.txt").write_text("".join(t + "\n" for t in VOCAB))
     config = yaml.safe_load((run / "config.yaml").read_text())
     config["finetune"]["vocab_file"] = str(tmp_path / "vocab.txt")
@@ -109,15 +110,23 @@ def test_a_fine_tuned_run_takes_strings_and_becomes_a_whole_keras_hub_preset(tmp
         to_keras_hub_text_classifier(ElectraClassifier(tiny_model_config(), regression=True))
 
 
-def test_convert_checkpoint_writes_a_fine_tuned_classifiers_whole_preset(tmp_path):
+@pytest.mark.parametrize("kind", ["classification", "tagging"])
+def test_convert_checkpoint_writes_a_fine_tuned_models_whole_preset(tmp_path, kind):
+    from electra_tf.keras_hub_tasks import ElectraTokenClassifier
     from tests.run_helpers import run_in_process
 
-    run, _ = fine_tuned_run_with_vocabulary(tmp_path)
+    run, source = fine_tuned_run_with_vocabulary(tmp_path, kind)
     result = run_in_process(["--from", "electra_tf", "--input", str(run), "--to", "keras_hub",
                              "--output_dir", str(tmp_path / "preset")],
                             module="electra_tf.convert_checkpoint")
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "converted a fine-tuned classifier (3 classes) -> keras_hub" in result.stdout
-    loaded = keras_hub.models.TextClassifier.from_preset(str(tmp_path / "preset"))
-    assert isinstance(loaded, ElectraTextClassifier)
-    assert loaded.predict(["a great film"], verbose=0).shape == (1, 3)
+    if kind == "classification":
+        assert "converted a fine-tuned classifier (3 classes) -> keras_hub" in result.stdout
+        loaded = keras_hub.models.TextClassifier.from_preset(str(tmp_path / "preset"))
+        assert isinstance(loaded, ElectraTextClassifier)
+        assert loaded.predict(["a great film"], verbose=0).shape == (1, 3)
+    else:
+        assert (f"converted a fine-tuned tagger ({source.num_tags} tags) -> keras_hub "
+                "ElectraTokenClassifier") in result.stdout
+        loaded = ElectraTokenClassifier.from_preset(str(tmp_path / "preset"))
+        assert len(loaded.predict_word_tags([["a", "great", "film"]])[0]) == 3

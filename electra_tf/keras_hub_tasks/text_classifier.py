@@ -31,6 +31,23 @@ BACKBONE_INPUTS = {"input_ids": "token_ids", "input_mask": "padding_mask",
                    "segment_ids": "segment_ids"}
 
 
+def fit_preprocessor_to_backbone(preprocessor, backbone) -> None:
+    """Raises ValueError for a tokenizer with more tokens than the backbone's embedding has
+    rows (a preset whose tokenizer is not its backbone's); cuts a `sequence_length` above the
+    backbone's positions to them (a preset's preprocessor gets keras-hub's default length).
+    Nothing to check for `preprocessor` None, or a tokenizer still being deserialized."""
+    if preprocessor is None:
+        return
+    if getattr(preprocessor.tokenizer, "vocabulary", None) and (
+            preprocessor.tokenizer.vocabulary_size() > backbone.vocab_size):
+        raise ValueError(
+            f"the preprocessor's tokenizer has {preprocessor.tokenizer.vocabulary_size()} "
+            f"tokens, more than the backbone's {backbone.vocab_size}: a preset whose "
+            "tokenizer is not its backbone's")
+    if preprocessor.sequence_length > backbone.max_sequence_length:
+        preprocessor.sequence_length = backbone.max_sequence_length
+
+
 @keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraTextClassifier(keras_hub.models.TextClassifier):
     """An `ElectraBackbone` under the original's [CLS] head: int32 `input_ids`, `input_mask`,
@@ -55,15 +72,7 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
         # === Layers ===
         self.backbone = backbone
         self.preprocessor = preprocessor
-        if preprocessor is not None and getattr(preprocessor.tokenizer, "vocabulary", None) and (
-                preprocessor.tokenizer.vocabulary_size() > backbone.vocab_size):
-            raise ValueError(
-                f"the preprocessor's tokenizer has {preprocessor.tokenizer.vocabulary_size()} "
-                f"tokens, more than the backbone's {backbone.vocab_size}: a preset whose "
-                "tokenizer is not its backbone's")
-        if preprocessor is not None and preprocessor.sequence_length > backbone.max_sequence_length:
-            # a preset's preprocessor defaults to 128: no longer than the backbone's positions
-            preprocessor.sequence_length = backbone.max_sequence_length
+        fit_preprocessor_to_backbone(preprocessor, backbone)
         self.output_dropout = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy,
                                                    name="classifier_dropout")
         self.output_dense = keras.layers.Dense(num_classes, activation=activation,

@@ -36,6 +36,16 @@ from electra_tf.text.tokenization import NORMALIZATIONS, load_vocabulary, make_t
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
 
 
+def electra_tokenizer(vocabulary, lower_case=True, strip_accents=None):
+    """keras-hub's `ElectraTokenizer` for a `vocab.txt` (path) or a list of tokens;
+    `strip_accents` defaults to `lower_case`."""
+    if isinstance(vocabulary, str):
+        vocabulary = load_vocabulary(vocabulary)
+    strip_accents = lower_case if strip_accents is None else strip_accents
+    return keras_hub.models.ElectraTokenizer(vocabulary=list(vocabulary), lowercase=lower_case,
+                                             strip_accents=strip_accents)
+
+
 @keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraTextClassifierPreprocessor(keras_hub.models.TextClassifierPreprocessor):
     """One text or a pair [batch] -> int32 `input_ids`, `input_mask`, `segment_ids`
@@ -66,12 +76,7 @@ class ElectraTextClassifierPreprocessor(keras_hub.models.TextClassifierPreproces
         """A preprocessor for a `vocab.txt` (path) or a list of tokens; `lower_case` and
         `strip_accents` as the run's tokenizer (uncased by default, accents stripped when
         lower-casing, as BERT's uncased vocabularies)."""
-        if isinstance(vocabulary, str):
-            vocabulary = load_vocabulary(vocabulary)
-        strip_accents = lower_case if strip_accents is None else strip_accents
-        tokenizer = keras_hub.models.ElectraTokenizer(
-            vocabulary=list(vocabulary), lowercase=lower_case, strip_accents=strip_accents)
-        return cls(tokenizer, **kwargs)
+        return cls(electra_tokenizer(vocabulary, lower_case, strip_accents), **kwargs)
 
     def _token_ids(self, texts: tf.Tensor) -> tf.RaggedTensor:
         """strings [batch] -> ragged int32 ids [batch, (tokens)]."""
