@@ -77,6 +77,7 @@ class ModelConfig:
 
 
 OBJECTIVE_VARIANTS = ("electra", "electra_15", "replace_mlm", "all_tokens_mlm")
+MASKINGS = ("token", "whole_word", "span")  # what is chosen to mask: pieces, words, spans
 
 
 @dataclasses.dataclass
@@ -100,6 +101,9 @@ class ObjectiveConfig:
     variant: str = "electra"  # one of OBJECTIVE_VARIANTS (with electra_objective)
     mask_prob: float = 0.15
     mask_token_rate: float = 0.85  # of the chosen positions; the rest stay unchanged
+    masking: str = "token"  # one of MASKINGS; "token" is the original's
+    span_p: float = 0.2  # "span": lengths in words ~ geometric(p) truncated at span_max_words
+    span_max_words: int = 10
     gen_weight: float = 1.0
     disc_weight: float = 50.0
     temperature: float = 1.0
@@ -116,6 +120,12 @@ class ObjectiveConfig:
             raise ConfigError(f"objective.mask_prob must be in (0, 1), got {self.mask_prob}")
         if not 0.0 <= self.mask_token_rate <= 1.0:
             raise ConfigError(f"objective.mask_token_rate must be in [0, 1], got {self.mask_token_rate}")
+        if self.masking not in MASKINGS:
+            raise ConfigError(f"objective.masking must be one of {', '.join(MASKINGS)}, got "
+                              f"{self.masking!r}")
+        if not 0.0 < self.span_p < 1.0 or self.span_max_words < 1:
+            raise ConfigError(f"objective.span_p must be in (0, 1) and span_max_words at least "
+                              f"1, got {self.span_p} and {self.span_max_words}")
         if self.temperature <= 0.0:
             raise ConfigError(f"objective.temperature must be positive, got {self.temperature}")
         if self.variant not in OBJECTIVE_VARIANTS:

@@ -129,7 +129,7 @@ def _print_replaced_tokens(result) -> None:
     from electra_tf.training.pretrain import prepare_demo_data
 
     _, held_out, _ = prepare_demo_data(result.model_dir)  # built already: only the paths
-    batch = read_examples(held_out, result.model)
+    batch = read_examples(held_out, result.model, vocab_file=result.config.run.vocab_file)
     print(f"\nreplaced tokens in held-out examples at step {result.step}:\n"
           + show_replaced_tokens(result.model, batch, result.config.run.vocab_file), flush=True)
 

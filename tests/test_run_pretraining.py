@@ -242,3 +242,23 @@ def test_vocab_file_without_data_is_refused(tmp_path):
                              str(tmp_path)])
     assert result.returncode != 0
     assert result.stderr.strip().splitlines()[-1].startswith("error: --vocab_file without --data")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("masking", ["whole_word", "span"])
+def test_whole_word_and_span_masking_train_from_the_runs_vocabulary(tmp_path, masking):
+    data = write_records(tmp_path / "records", num_files=1)
+    plain = write_vocab(tmp_path / "plain.txt")
+    result = run_in_process(cli_args(data, plain, tmp_path / "refused", 2, "--noexport",
+                                     "--override", f"objective.masking={masking}"))
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        f"error: {plain} has no '##' continuation pieces, so whole words cannot be found")
+    tokens = [line.strip() for line in open(plain)]
+    pieces = write_vocab(tmp_path / "pieces.txt", tokens[:5] + [
+        f"##w{i}" if i % 3 == 2 else f"w{i}" for i in range(len(tokens) - 5)])
+    result = run_in_process(cli_args(data, pieces, tmp_path / "run", 4, "--noexport",
+                                     "--override", f"objective.masking={masking}"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"masking: {masking}" in (tmp_path / "run" / "config.yaml").read_text()
+    assert "finished at step 4" in result.stdout

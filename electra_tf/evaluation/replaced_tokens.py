@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.pretraining_data import pipeline
+from electra_tf.pretraining_data import pipeline, word_masking
 from electra_tf.text.tokenization import load_vocabulary
 from electra_tf.errors import UserError
 
@@ -119,11 +119,13 @@ def format_detections(detections: Detections, vocabulary: Sequence[str], *,
 
 
 def read_examples(data: str, model, num_examples: int = 3,
-                  max_seq_length: int | None = None) -> dict[str, tf.Tensor]:
+                  max_seq_length: int | None = None,
+                  vocab_file: str | None = None) -> dict[str, tf.Tensor]:
     """The first `num_examples` examples of TFRecord shards (a glob, comma-separated globs or a
     directory), masked with `model.objective` as in evaluation: one masked batch.
 
-    `max_seq_length` defaults to the one in the data's metadata.json.
+    `max_seq_length` defaults to the one in the data's metadata.json; `vocab_file` finds the
+    words for whole-word and span masking.
     """
     files = pipeline.list_shards(data)
     if max_seq_length is None:
@@ -133,8 +135,10 @@ def read_examples(data: str, model, num_examples: int = 3,
             raise UserError(f"cannot tell the max_seq_length of {data} from its metadata.json: "
                             "pass max_seq_length")
         max_seq_length = lengths.pop()
+    is_continuation = (word_masking.continuation_pieces(load_vocabulary(vocab_file), vocab_file)
+                       if vocab_file and model.objective.masking != "token" else None)
     dataset = pipeline.make_dataset(files, num_examples, max_seq_length, model.objective,
-                                    training=False)
+                                    training=False, is_continuation=is_continuation)
     for batch in dataset.take(1):
         return batch
     raise UserError(f"{data} holds fewer than {num_examples} examples")

@@ -84,7 +84,8 @@ def find_unreadable_shard(files: list[str], max_seq_length: int) -> str | None:
 
 def make_dataset(files: list[str], batch_size: int, max_seq_length: int, objective, *,
                  seed: int = 0, training: bool = True, skip_batches: int = 0,
-                 shuffle_buffer: int = 1000, input_context: tf.distribute.InputContext | None = None):
+                 shuffle_buffer: int = 1000, input_context: tf.distribute.InputContext | None = None,
+                 is_continuation=None):
     """Masked batches for the pretrainer: dict of int32/float32 tensors with static shapes.
 
     Args:
@@ -97,7 +98,13 @@ def make_dataset(files: list[str], batch_size: int, max_seq_length: int, objecti
       training: shuffle and repeat forever; otherwise read once in order.
       skip_batches: batches this pipeline already consumed (resume).
       input_context: from `distribute_datasets_from_function`: read this pipeline's files only.
+      is_continuation: bool [vocab_size], the pieces that continue a word
+        (`word_masking.continuation_pieces`); needed by objective.masking whole_word and span.
     """
+    if objective.masking != "token" and is_continuation is None:
+        raise DataError(f"objective.masking {objective.masking} needs the vocabulary, to find "
+                        "the words: give the run a vocab.txt (--vocab_file, or data whose "
+                        "metadata.json names one)")
     if input_context is not None and input_context.num_input_pipelines > 1:
         if len(files) < input_context.num_input_pipelines:
             raise DataError(f"{len(files)} shards cannot feed {input_context.num_input_pipelines} "
@@ -131,7 +138,9 @@ def make_dataset(files: list[str], batch_size: int, max_seq_length: int, objecti
         masked = mask_tokens(batch["input_ids"], batch["input_mask"], seed_pair,
                              mask_prob=objective.mask_prob, max_predictions=num_predictions,
                              mask_token_id=objective.mask_token_id, special_token_ids=specials,
-                             mask_token_rate=objective.mask_token_rate)
+                             mask_token_rate=objective.mask_token_rate,
+                             masking=objective.masking, is_continuation=is_continuation,
+                             span_p=objective.span_p, span_max_words=objective.span_max_words)
         return {**batch, **masked}
 
     indices = tf.data.Dataset.range(skip_batches, tf.int64.max)
@@ -143,21 +152,22 @@ def make_dataset(files: list[str], batch_size: int, max_seq_length: int, objecti
 
 
 def make_held_out_dataset(files: list[str], batch_size: int, max_seq_length: int, objective,
-                          num_batches: int):
+                          num_batches: int, is_continuation=None):
     """The first `num_batches` masked batches of `files` in order, cached, with a known length.
 
     The known length matters: Keras 3.15's `evaluate` runs one step past the end of a dataset of
     unknown cardinality and averages a zero into every Mean metric (2 batches reported 2/3 of
     their mean loss).
     """
-    dataset = make_dataset(files, batch_size, max_seq_length, objective,
-                           training=False).take(num_batches).cache()
+    dataset = make_dataset(files, batch_size, max_seq_length, objective, training=False,
+                           is_continuation=is_continuation).take(num_batches).cache()
     count = sum(1 for _ in dataset)
     return dataset.apply(tf.data.experimental.assert_cardinality(count))
 
 
 def make_distributed_dataset(strategy, files, global_batch_size, max_seq_length, objective, *,
-                             seed=0, skip_global_batches=0, shuffle_buffer=1000):
+                             seed=0, skip_global_batches=0, shuffle_buffer=1000,
+                             is_continuation=None):
     """One pipeline per input pipeline (host) via `distribute_datasets_from_function`."""
     if global_batch_size % strategy.num_replicas_in_sync:
         raise DataError(f"global batch {global_batch_size} is not divisible by "
@@ -168,6 +178,7 @@ def make_distributed_dataset(strategy, files, global_batch_size, max_seq_length,
         replicas_per_pipeline = strategy.num_replicas_in_sync // context.num_input_pipelines
         return make_dataset(files, per_replica, max_seq_length, objective, seed=seed,
                             skip_batches=skip_global_batches * replicas_per_pipeline,
-                            shuffle_buffer=shuffle_buffer, input_context=context)
+                            shuffle_buffer=shuffle_buffer, input_context=context,
+                            is_continuation=is_continuation)
 
     return strategy.distribute_datasets_from_function(dataset_fn)

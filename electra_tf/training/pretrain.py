@@ -25,9 +25,10 @@ from absl import logging
 
 from electra_tf import run_directory
 from electra_tf.config import ElectraConfig, ObjectiveConfig, check_accumulation, load_config
-from electra_tf.pretraining_data import pipeline, run_vocabulary
+from electra_tf.pretraining_data import pipeline, run_vocabulary, word_masking
 from electra_tf.pretraining_data import builder as pretraining_data, corpus
 from electra_tf.text import vocab_learning
+from electra_tf.text.tokenization import load_vocabulary
 from electra_tf.errors import UserError
 from electra_tf.export import export_discriminator
 from electra_tf.models import build_pretrainer
@@ -323,6 +324,18 @@ def _check_phase_progress(plan, stages: list[_Stage]) -> None:
                            "another --model_dir. Nothing was changed.")
 
 
+def _word_continuations(config):
+    """The vocabulary's continuation pieces, for whole-word and span masking (else None)."""
+    if config.objective.masking == "token":
+        return None
+    if not config.run.vocab_file or not tf.io.gfile.exists(config.run.vocab_file):
+        raise RunError(f"objective.masking {config.objective.masking} needs the vocabulary, to "
+                       "find the words: give --vocab_file (or data whose metadata.json names a "
+                       "vocab.txt that exists)")
+    return word_masking.continuation_pieces(load_vocabulary(config.run.vocab_file),
+                                            config.run.vocab_file)
+
+
 def _train(stage: _Stage, config_name, strategy, init_checkpoint, jit_compile, export,
            preemption, started, stop_at_step) -> PretrainResult:
     config, model_dir, files, eval_files = (stage.config, stage.model_dir, stage.files,
@@ -337,6 +350,7 @@ def _train(stage: _Stage, config_name, strategy, init_checkpoint, jit_compile, e
         run_directory.write_config(model_dir, config)
 
     jit_compile = distribution.use_xla(strategy, jit_compile)
+    is_continuation = _word_continuations(config)
     schedule_steps = config.optimizer.train_steps
     total = min(schedule_steps, stop_at_step or schedule_steps)  # where this call stops
     evaluation = None
@@ -352,7 +366,7 @@ def _train(stage: _Stage, config_name, strategy, init_checkpoint, jit_compile, e
             return []
         held_out = pipeline.make_held_out_dataset(
             eval_files, held_out_batch_size(config.run), config.run.max_seq_length,
-            config.objective, config.run.eval_batches)
+            config.objective, config.run.eval_batches, is_continuation=is_continuation)
         evaluation = callbacks.HeldOutEvaluation(
             held_out, total, start, config.run.eval_every_steps,
             os.path.join(run_directory.tensorboard_dir(write_dir), "heldout"))
@@ -362,7 +376,7 @@ def _train(stage: _Stage, config_name, strategy, init_checkpoint, jit_compile, e
         return pipeline.make_distributed_dataset(
             strategy, files, config.run.train_batch_size, config.run.max_seq_length,
             config.objective, seed=config.objective.seed, skip_global_batches=start,
-            shuffle_buffer=config.run.shuffle_buffer)
+            shuffle_buffer=config.run.shuffle_buffer, is_continuation=is_continuation)
 
     def describe(start):
         accumulation = config.run.gradient_accumulation_steps
