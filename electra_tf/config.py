@@ -23,6 +23,9 @@ class ConfigError(UserError):
     """A config file or override that does not fit the schema."""
 
 
+EMBEDDING_SHARINGS = ("tied", "untied", "gdes")
+
+
 @dataclasses.dataclass
 class ModelConfig:
     """Sizes of the discriminator and generator encoders (paper Table 6, original code).
@@ -51,6 +54,13 @@ class ModelConfig:
     generator_intermediate_size: int | None = None
     generator_num_layers: int | None = None
     untied_generator_embeddings: bool = False
+    # tied (the original's one embedding block), untied (the generator's own, of its width), or
+    # gdes: DeBERTa-v3's gradient-disentangled sharing (electra_tf/models/embeddings.py)
+    embedding_sharing: str = "tied"
+
+    @property
+    def generator_embeddings_untied(self) -> bool:
+        return self.untied_generator_embeddings or self.embedding_sharing == "untied"
 
     def generator_config(self) -> "ModelConfig":
         """The generator's sizes as a ModelConfig of their own."""
@@ -61,7 +71,7 @@ class ModelConfig:
             num_heads=self.generator_num_heads or max(1, width // 64),
             intermediate_size=self.generator_intermediate_size or 4 * width,
             num_layers=self.generator_num_layers or self.num_layers,
-            embedding_size=width if self.untied_generator_embeddings else self.embedding_size,
+            embedding_size=width if self.generator_embeddings_untied else self.embedding_size,
         )
 
     def validate(self) -> None:
@@ -71,6 +81,13 @@ class ModelConfig:
         if self.hidden_size % self.num_heads:
             raise ConfigError(f"model.hidden_size {self.hidden_size} is not divisible by "
                               f"model.num_heads {self.num_heads}")
+        if self.embedding_sharing not in EMBEDDING_SHARINGS:
+            raise ConfigError(f"model.embedding_sharing must be one of "
+                              f"{', '.join(EMBEDDING_SHARINGS)}, got {self.embedding_sharing!r}")
+        if self.embedding_sharing == "gdes" and self.untied_generator_embeddings:
+            raise ConfigError("model.embedding_sharing gdes shares the generator's word table "
+                              "with the discriminator: it cannot go with "
+                              "model.untied_generator_embeddings true")
         if self.activation not in ("gelu", "gelu_approximate", "relu"):
             raise ConfigError(f"model.activation must be gelu, gelu_approximate or relu, "
                               f"got {self.activation!r}")

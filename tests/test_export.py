@@ -419,6 +419,27 @@ def test_mlm_baseline_exports_sequence_output(tmp_path):
     np.testing.assert_allclose(out["sequence_output"].numpy(), expected, atol=1e-5, rtol=0)
 
 
+@pytest.mark.slow
+def test_a_gdes_discriminator_exports_with_its_effective_word_table(tmp_path):
+    model = ElectraPretrainer(tiny_model_config(embedding_sharing="gdes"), objective())
+    residual = model.discriminator.embeddings.residual_word_embeddings.embeddings
+    residual.assign(np.random.default_rng(1).normal(0, 0.5, residual.shape))
+    path = export_discriminator(model, str(tmp_path / "gdes"), with_examples=False)
+    ids, mask, segments = padded_inputs([6, 4], 6, seed=5)
+    out = tf.saved_model.load(path).signatures["serving_default"](
+        input_ids=tf.constant(ids), input_mask=tf.constant(mask),
+        segment_ids=tf.constant(segments))
+    def logits():
+        hidden = model.discriminator(tf.constant(ids), tf.constant(mask), tf.constant(segments))
+        return model.discriminator_head(hidden).numpy()
+
+    expected = logits()
+    residual.assign(tf.zeros_like(residual))  # what the discriminator says without it
+    assert not np.allclose(expected, logits(), atol=1e-3)
+    np.testing.assert_allclose(out["logits"].numpy(), expected.reshape(out["logits"].shape),
+                               atol=1e-4, rtol=0)
+
+
 # ---- the command ------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

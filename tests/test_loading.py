@@ -93,6 +93,39 @@ def pretraining_run(tmp_path_factory):
     return types.SimpleNamespace(path=str(run), model=model, at_step_3=at_step_3)
 
 
+@pytest.fixture(scope="module")
+def gdes_run(tmp_path_factory):
+    """A GDES pretraining run (model.embedding_sharing gdes) whose residual table is not zero."""
+    run = tmp_path_factory.mktemp("gdes_run")
+    config = ElectraConfig(model=tiny_model_config(embedding_sharing="gdes"),
+                           objective=objective(), optimizer=fast_optimizer_config())
+    config = dataclasses.replace(config, run=dataclasses.replace(config.run, max_seq_length=32))
+    (run / "config.yaml").write_text(config.validate().to_yaml())
+    model = ElectraPretrainer(config.model, config.objective)
+    model.compile(optimizer=create_optimizer(config.optimizer))
+    randomise(model, seed=4)
+    assert np.any(model.discriminator.embeddings.residual_word_embeddings.embeddings.numpy())
+    RunCheckpoint(model, str(run / "checkpoints")).save(2)
+    return types.SimpleNamespace(path=str(run), model=model)
+
+
+def test_a_gdes_runs_discriminator_loads_as_a_plain_electra_encoder(gdes_run):
+    ids, mask, segments = encoder_inputs()
+    pretrained = gdes_run.model.discriminator(ids, mask, segments, training=False)
+    encoder = load_encoder(gdes_run.path)
+    np.testing.assert_allclose(encoder.embeddings.word_embeddings.embeddings.numpy(),
+                               gdes_run.model.discriminator.embeddings.effective_word_table(),
+                               rtol=0, atol=1e-7)
+    np.testing.assert_allclose(encoder(ids, mask, segments, training=False), pretrained,
+                               rtol=0, atol=1e-5)
+    classifier = ElectraClassifier.from_preset(gdes_run.path, num_labels=2)
+    np.testing.assert_allclose(classifier.encode({"input_ids": ids, "input_mask": mask,
+                                                  "segment_ids": segments}), pretrained,
+                               rtol=0, atol=1e-5)
+    again = load_pretrainer(gdes_run.path)  # the pretrainer itself keeps shared and residual
+    assert_same_weights(weights(again), weights(gdes_run.model))
+
+
 def _converted(directory, config, objective_config=None):
     pretrainer = build_pretrainer(config, objective_config or objective())
     randomise(pretrainer, seed=7)

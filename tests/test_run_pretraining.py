@@ -262,3 +262,16 @@ def test_whole_word_and_span_masking_train_from_the_runs_vocabulary(tmp_path, ma
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"masking: {masking}" in (tmp_path / "run" / "config.yaml").read_text()
     assert "finished at step 4" in result.stdout
+
+
+@pytest.mark.slow
+def test_a_gdes_run_trains_the_residual_and_the_shared_table(fixture_data, tmp_path):
+    from electra_tf.loading import load_pretrainer
+
+    data, vocab = fixture_data
+    result = run_in_process(cli_args(data, vocab, tmp_path / "run", 4, "--noexport",
+                                     "--override", "model.embedding_sharing=gdes"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    pretrainer = load_pretrainer(str(tmp_path / "run"))
+    residual = pretrainer.discriminator.embeddings.residual_word_embeddings.embeddings.numpy()
+    assert np.abs(residual).max() > 1e-5  # trained away from zero by the RTD loss

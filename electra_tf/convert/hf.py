@@ -270,6 +270,11 @@ def hf_tensors(pretrainer) -> dict[str, dict[str, np.ndarray]]:
     if "generator" in tensors and pretrainer.generator.embeddings is pretrainer.embeddings:
         shared = tensors.get("discriminator", {})
         tensors["generator"].update({k: v for k, v in shared.items() if k.startswith("embeddings.")})
+    gdes = getattr(getattr(pretrainer.discriminator, "embeddings", None), "effective_word_table",
+                   None)
+    if gdes is not None:  # GDES: the generator keeps the shared table, the discriminator's
+        # is shared + residual
+        tensors["discriminator"]["embeddings.word_embeddings.weight"] = gdes().numpy()
     heads = ("discriminator_predictions.", "generator_predictions.", "generator_lm_head.")
     return {model: {(k if k.startswith(heads) else "electra." + k): np.ascontiguousarray(v, np.float32)
                     for k, v in state.items()}

@@ -63,6 +63,7 @@ from absl import logging
 from electra_tf.config import ModelConfig, ObjectiveConfig
 from electra_tf.convert.hf import ConversionError, _embeddings, _encoder
 from electra_tf.text.tokenization import load_vocabulary
+from electra_tf.models.encoder import plain_encoder
 from electra_tf.models.pretrainer_factory import build_pretrainer
 
 # HF module name (a WeightLink key without ".weight"/".bias") -> keras-hub layer path.
@@ -178,6 +179,7 @@ def to_keras_hub_backbone(encoder, **backbone_kwargs) -> keras_hub.models.Electr
     if encoder.activation not in ("gelu", "gelu_approximate"):
         raise ConversionError(f"keras-hub's ElectraBackbone always uses the tanh GELU; "
                               f"{encoder.name} uses {encoder.activation!r}")
+    encoder = plain_encoder(encoder)  # a GDES discriminator: its effective word table
     _warn_about_numerics(encoder)
     embeddings = encoder.embeddings
     backbone_kwargs.setdefault("dtype", encoder.dtype_policy.name)

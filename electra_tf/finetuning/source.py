@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from electra_tf import run_directory
 from electra_tf.config import ConfigError, FinetuneConfig, ModelConfig, apply_dict
+from electra_tf.models.embeddings import GDES_RESIDUAL_PATH
 from electra_tf.run_directory import CHECKPOINTS, CONFIG
 from electra_tf.training.checkpointing import CheckpointError, first_line
 
@@ -80,6 +81,8 @@ def restore_encoder(model, source: EncoderSource) -> None:
 
     The task model's encoder is named `discriminator`; the MLM baseline saved its encoder as
     `generator`. Every encoder variable must be found with its shape; the head stays as built.
+    A discriminator pretrained with GDES (`model.embedding_sharing: gdes`) gets its effective
+    word table, the shared one plus its residual, so the task model is a plain ELECTRA.
     """
     prefix = "discriminator/"
     weights = {}
@@ -93,6 +96,19 @@ def restore_encoder(model, source: EncoderSource) -> None:
         checkpoint.restore(source.checkpoint).expect_partial().assert_existing_objects_matched()
     except (ValueError, AssertionError, tf.errors.OpError) as e:
         raise CheckpointError(f"the encoder does not fit {source.checkpoint}: {first_line(e)}") from None
+    if source.model_config.embedding_sharing == "gdes" and source.encoder_scope == "discriminator":
+        _add_gdes_residual(model.encoder.embeddings.word_embeddings.embeddings, source.checkpoint)
+
+
+def _add_gdes_residual(word_table, checkpoint: str) -> None:
+    residual = tf.Variable(tf.zeros_like(word_table))
+    try:
+        tf.train.Checkpoint(weights={GDES_RESIDUAL_PATH: residual}).restore(
+            checkpoint).expect_partial().assert_existing_objects_matched()
+    except (ValueError, AssertionError, tf.errors.OpError) as e:
+        raise CheckpointError(f"{checkpoint} is a GDES run's (model.embedding_sharing gdes) but "
+                              f"its residual word table does not fit: {first_line(e)}") from None
+    word_table.assign_add(residual)
 
 
 SIZE_KEYS = ("vocab_size", "embedding_size", "hidden_size", "num_layers", "num_heads",

@@ -6,6 +6,9 @@ import keras_hub
 from electra_tf.models.dropout import dropout
 from electra_tf.models.layer_norm import layer_norm
 
+# the residual table's variable in a pretrainer: its checkpoint path
+GDES_RESIDUAL_PATH = "discriminator_embeddings/residual_word_embeddings/embeddings"
+
 
 @keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraEmbeddings(keras.layers.Layer):
@@ -83,3 +86,56 @@ class ElectraEmbeddings(keras.layers.Layer):
             "vocab_size", "embedding_size", "max_position_embeddings", "type_vocab_size",
             "dropout", "layer_norm_epsilon", "initializer_range")})
         return config
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class GdesEmbeddings(keras.layers.Layer):
+    """The discriminator's embeddings under gradient-disentangled embedding sharing (GDES,
+    DeBERTa-v3): its word vectors are the shared table's, held by a stop-gradient, plus a
+    residual table of its own that starts at zero, E_D = sg(E_G) + E_delta. The generator's
+    masked-LM loss alone trains the shared word table; replaced-token detection trains the
+    residual. The position and token-type tables and the LayerNorm stay shared as in ELECTRA
+    (DeBERTa has no absolute positions to share).
+
+    Call: as `ElectraEmbeddings` -> float [batch, seq, E]. `effective_word_table()`: the
+    discriminator's word table, shared + residual [V, E], what conversion and fine-tuning use.
+
+    Args:
+      shared: the `ElectraEmbeddings` block the generator uses.
+      **kwargs: `keras.layers.Layer` arguments (`name`, `dtype`, ...).
+    """
+
+    def __init__(self, shared, **kwargs):
+        super().__init__(**kwargs)
+        self.shared = shared
+        for name in ("vocab_size", "embedding_size", "max_position_embeddings",
+                     "type_vocab_size", "dropout", "layer_norm_epsilon", "initializer_range"):
+            setattr(self, name, getattr(shared, name))
+        self.residual_word_embeddings = keras.layers.Embedding(
+            shared.vocab_size, shared.embedding_size, embeddings_initializer="zeros",
+            dtype=self.dtype_policy, name="residual_word_embeddings")
+        self.dropout_layer = keras.layers.Dropout(shared.dropout, dtype=self.dtype_policy)
+
+    def build(self, input_shape=None):
+        if not self.shared.built:
+            self.shared.build()
+        self.residual_word_embeddings.build()
+        self.built = True
+
+    def effective_word_table(self):
+        return self.shared.word_embeddings.embeddings + self.residual_word_embeddings.embeddings
+
+    def call(self, input_ids, segment_ids, training=None):
+        shared = self.shared
+        x = (keras.ops.stop_gradient(shared.word_embeddings(input_ids))
+             + self.residual_word_embeddings(input_ids) + shared.token_type_embeddings(segment_ids))
+        x = x + shared.position_embeddings(x)
+        return dropout(layer_norm(x, shared.layer_norm, training), self.dropout_layer, training)
+
+    def get_config(self):
+        return {**super().get_config(), "shared": keras.layers.serialize(self.shared)}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(keras.layers.deserialize(config.pop("shared")), **config)

@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from electra_tf import presets
 from electra_tf.models.activations import get_activation
-from electra_tf.models.embeddings import ElectraEmbeddings
+from electra_tf.models.embeddings import ElectraEmbeddings, GdesEmbeddings
 from electra_tf.models.transformer import TransformerLayer
 
 
@@ -145,3 +145,27 @@ def make_embeddings(config, **kwargs):
         config.type_vocab_size, dropout=config.hidden_dropout,
         layer_norm_epsilon=config.layer_norm_epsilon, initializer_range=config.initializer_range,
         **kwargs)
+
+
+def plain_encoder(encoder: ElectraEncoder) -> ElectraEncoder:
+    """`encoder`, or for a discriminator pretrained with GDES (`GdesEmbeddings`) a copy over
+    plain `ElectraEmbeddings` whose word table is its effective one (shared + residual): a
+    plain ELECTRA encoder, named as `encoder` over embeddings named `embeddings`, for conversion."""
+    gdes = encoder.embeddings
+    if not isinstance(gdes, GdesEmbeddings):
+        return encoder
+    config = encoder.get_config()
+    config["embeddings"] = keras.layers.serialize(gdes.shared)
+    copy = ElectraEncoder.from_config(config)
+    if not copy.embeddings.built:  # first, so its variables are named embeddings/...
+        copy.embeddings.build()
+    if not copy.built:
+        copy.build()
+    for target, source in zip(copy.embeddings.weights, gdes.shared.weights):
+        target.assign(source)
+    copy.embeddings.word_embeddings.embeddings.assign(gdes.effective_word_table())
+    own = [w for w in encoder.weights if not any(w is s for s in gdes.weights)]
+    for target, source in zip([w for w in copy.weights if not any(
+            w is e for e in copy.embeddings.weights)], own):
+        target.assign(source)
+    return copy

@@ -35,6 +35,7 @@ import tensorflow as tf
 from electra_tf import presets
 from electra_tf.config import ModelConfig, ObjectiveConfig
 from electra_tf.models.accumulation import accumulated_gradients
+from electra_tf.models.embeddings import GdesEmbeddings
 from electra_tf.models.encoder import ElectraEncoder, make_embeddings
 from electra_tf.models.heads import DiscriminatorHead, make_generator_head
 from electra_tf.models.replicated import ReplicatedModel, cross_replica_sum
@@ -109,7 +110,7 @@ class ElectraPretrainer(ReplicatedModel):
             generator_config = config.generator_config()
             if not self.objective.uniform_generator:  # uniform: the original builds no generator
                 generator_embeddings = self.embeddings
-                if config.untied_generator_embeddings:
+                if config.generator_embeddings_untied:
                     generator_embeddings = make_embeddings(
                         generator_config, dtype=self.dtype_policy, name="generator_embeddings")
                 self.generator = ElectraEncoder.from_model_config(
@@ -131,8 +132,16 @@ class ElectraPretrainer(ReplicatedModel):
     def _build_discriminator(self):
         """The full-size network that reads the corrupted ids, and its "replaced" head."""
         config = self.model_config
+        embeddings = self.embeddings
+        if config.embedding_sharing == "gdes":
+            if self.generator is None:
+                raise ValueError("model.embedding_sharing gdes shares the generator's word "
+                                 "table: it needs a generator network (not "
+                                 "objective.uniform_generator)")
+            embeddings = GdesEmbeddings(self.embeddings, dtype=self.dtype_policy,
+                                        name="discriminator_embeddings")
         self.discriminator = ElectraEncoder.from_model_config(
-            config, self.embeddings, dtype=self.dtype_policy, name="discriminator")
+            config, embeddings, dtype=self.dtype_policy, name="discriminator")
         self.discriminator_head = DiscriminatorHead(
             config.hidden_size, config.activation, config.initializer_range,
             dtype=self.dtype_policy, name="discriminator_predictions")
@@ -391,6 +400,8 @@ class ElectraPretrainer(ReplicatedModel):
         """Creates every variable now: `fit` refuses a subclassed model with unbuilt sublayers."""
         length, slots = 8, 2
         self.embeddings.build()  # first, so the shared variables are named embeddings/..., not generator/...
+        if self.discriminator is not None and self.discriminator.embeddings is not self.embeddings:
+            self.discriminator.embeddings.build()  # GDES: discriminator_embeddings/residual_...
         dummy = {key: tf.zeros([1, length], tf.int32) for key in BATCH_KEYS[:3]}
         dummy["input_mask"] = tf.ones([1, length], tf.int32)
         dummy.update(masked_lm_positions=tf.constant([[1, 2]]),

@@ -97,6 +97,25 @@ def test_ours_to_keras_hub_matches_with_tanh_gelu():
                   != fresh.token_embedding.embeddings.numpy())
 
 
+def test_a_gdes_discriminator_converts_as_a_plain_electra_with_its_effective_table():
+    from electra_tf.convert.hf import hf_tensors
+
+    pretrainer = _pretrainer(activation="gelu_approximate", embedding_sharing="gdes")
+    _randomise(pretrainer.weights, seed=2)
+    residual = pretrainer.discriminator.embeddings.residual_word_embeddings.embeddings
+    shared = pretrainer.embeddings.word_embeddings.embeddings
+    assert np.any(residual.numpy())
+    backbone = to_keras_hub_backbone(pretrainer.discriminator)
+    assert _max_diff(pretrainer.discriminator, backbone) < 1e-5
+    np.testing.assert_allclose(backbone.token_embedding.embeddings.numpy(),
+                               shared.numpy() + residual.numpy(), rtol=0, atol=1e-7)
+    tensors = hf_tensors(pretrainer)  # HF: the generator's own table, the discriminator's sum
+    key = "electra.embeddings.word_embeddings.weight"
+    np.testing.assert_allclose(tensors["discriminator"][key], shared.numpy() + residual.numpy(),
+                               rtol=0, atol=1e-7)
+    np.testing.assert_array_equal(tensors["generator"][key], shared.numpy())
+
+
 @pytest.mark.parametrize("weights, low, high", [("scale 0.05", 1e-6, 1e-3),
                                                 ("variance-preserving", 1e-4, 1e-2)])
 def test_exact_gelu_differs_from_keras_hub_by_the_documented_band(weights, low, high):

@@ -83,6 +83,62 @@ def test_no_gradient_crosses_between_the_two_losses(model, batch):
     assert np.any(tf.convert_to_tensor(mlm_grads[index]).numpy())
 
 
+def _gradient_of(grads, variables, variable):
+    index = [i for i, v in enumerate(variables) if v is variable][0]
+    return None if grads[index] is None else tf.convert_to_tensor(grads[index]).numpy()
+
+
+def test_gdes_keeps_the_rtd_gradient_off_the_shared_word_table(batch):
+    keras.utils.set_random_seed(0)
+    model = ElectraPretrainer(tiny_model_config(embedding_sharing="gdes"), objective())
+    residual = model.discriminator.embeddings.residual_word_embeddings.embeddings
+    assert residual.path == "discriminator_embeddings/residual_word_embeddings/embeddings"
+    assert not np.any(residual.numpy())  # starts at zero: at first the discriminator is tied
+    assert model.generator.embeddings is model.embeddings
+    disc_grads, mlm_grads, variables = _losses_and_grads(model, batch)
+    shared_word = model.embeddings.word_embeddings.embeddings
+    disc_on_shared = _gradient_of(disc_grads, variables, shared_word)
+    assert disc_on_shared is None or not np.any(disc_on_shared), "RTD loss reaches the shared table"
+    assert np.any(_gradient_of(mlm_grads, variables, shared_word))
+    assert np.any(_gradient_of(disc_grads, variables, residual))
+    mlm_on_residual = _gradient_of(mlm_grads, variables, residual)
+    assert mlm_on_residual is None or not np.any(mlm_on_residual)
+    # the rest of the embedding block (positions, token types, LayerNorm) stays tied
+    layer_norm = model.embeddings.layer_norm.gamma
+    assert np.any(_gradient_of(disc_grads, variables, layer_norm))
+
+
+def test_gdes_discriminator_reads_shared_plus_residual(batch):
+    keras.utils.set_random_seed(0)
+    tied = ElectraPretrainer(tiny_model_config(), objective())
+    keras.utils.set_random_seed(0)
+    gdes = ElectraPretrainer(tiny_model_config(embedding_sharing="gdes"), objective())
+    for ours, theirs in zip(tied.weights, [w for w in gdes.weights if "residual" not in w.path]):
+        theirs.assign(ours)
+    ids, mask = tf.constant(batch["input_ids"]), tf.constant(batch["input_mask"])
+    segments = tf.zeros_like(ids)
+    np.testing.assert_allclose(gdes.discriminator(ids, mask, segments),
+                               tied.discriminator(ids, mask, segments), atol=1e-6)
+    residual = gdes.discriminator.embeddings.residual_word_embeddings.embeddings
+    residual.assign(np.random.default_rng(0).normal(0, 0.1, residual.shape))
+    np.testing.assert_allclose(gdes.discriminator.embeddings.effective_word_table(),
+                               tied.embeddings.word_embeddings.embeddings.numpy() + residual.numpy())
+    assert not np.allclose(gdes.discriminator(ids, mask, segments),
+                           tied.discriminator(ids, mask, segments), atol=1e-3)
+
+
+def test_gdes_settings_that_cannot_work_are_refused():
+    from electra_tf.config import ConfigError
+
+    with pytest.raises(ConfigError, match="cannot go with model.untied_generator_embeddings"):
+        tiny_model_config(embedding_sharing="gdes", untied_generator_embeddings=True).validate()
+    with pytest.raises(ConfigError, match="model.embedding_sharing must be one of tied"):
+        tiny_model_config(embedding_sharing="shared").validate()
+    with pytest.raises(ValueError, match="needs a generator network"):
+        ElectraPretrainer(tiny_model_config(embedding_sharing="gdes"),
+                          objective(uniform_generator=True))
+
+
 def _with_forced_samples(model, batch, make_samples, monkeypatch):
     monkeypatch.setattr(model, "_sample", lambda logits, originals, step: make_samples(originals))
     return model.compute_objective(batch, step=0, training=False)
