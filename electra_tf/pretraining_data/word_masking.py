@@ -64,7 +64,8 @@ def _take_greedily(word, num_words, budget, proposal_starts, proposal_lengths):
     start + length) in order, each taking its words not yet chosen when they fit the budget."""
     seq_len = tf.shape(word)[1]
     word_ids = tf.range(seq_len)[None, :]  # words are numbered below seq_len
-    pieces_per_word = tf.reduce_sum(tf.one_hot(word, seq_len, dtype=tf.int32), axis=1)
+    pieces_per_word = tf.math.bincount(word + 1, minlength=seq_len + 1, maxlength=seq_len + 1,
+                                       axis=-1)[:, 1:]  # column 0 counts the -1s: no word
 
     def propose(state, proposal):
         chosen, used = state
