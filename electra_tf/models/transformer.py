@@ -22,8 +22,9 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
     attention scores. keras's MultiHeadAttention runs each projection as a broadcast einsum
     whose kernel gradient is a batched matmul followed by a sum over the batch, masks with two
     `where`s, and Dense on 3-D inputs reshapes around every matmul; the 2-D form lets oneDNN
-    fuse bias and GELU into the matmul when serving (docs/performance.md). The maths is
-    keras-hub's (tested against its call, with gradients); an explicit `attention_mask` or
+    fuse bias and GELU into the matmul when serving (docs/performance.md). In inference the two
+    halves of the sequence go through separate ops, which TensorFlow runs in parallel. The maths
+    is keras-hub's (tested against its call, with gradients); an explicit `attention_mask` or
     `return_attention_scores` takes keras-hub's path.
     """
 
@@ -57,11 +58,40 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
             return super().call(inputs, padding_mask=padding_mask, attention_mask=attention_mask,
                                 training=training,
                                 return_attention_scores=return_attention_scores)
+        if training:
+            key, value = self._keys_and_values(inputs)
+            return self._block(inputs, key, value, padding_mask, training)
+        # In inference each half of the sequence runs through its own ops (each half's queries
+        # attend to all keys; the outputs are the same), and the executor runs the two chains at
+        # once on its inter-op threads. A single request's matmuls are small enough that
+        # TensorFlow's oneDNN kernels run each on one thread (their operands fit in the L2
+        # cache): with one intra-op thread (TF Serving's --tensorflow_intra_op_parallelism=1)
+        # the two chains keep two cores busy (docs/performance.md, "Single requests").
+        half = tf.shape(inputs)[1] // 2
+        halves = (inputs[:, :half], inputs[:, half:])
+        keys_and_values = [self._keys_and_values(rows) for rows in halves]
+        key, value = (tf.concat(parts, axis=2) for parts in zip(*keys_and_values))
+        return tf.concat([self._block(rows, key, value, padding_mask, training)
+                          for rows in halves], axis=1)
+
+    def _keys_and_values(self, inputs):
+        """`inputs` [batch, rows, H] -> key and value heads, each [batch, heads, rows, d]."""
+        shape = tf.shape(inputs)
+        x = tf.reshape(inputs, [-1, inputs.shape[-1]])  # [batch * rows, H]
+        attention = self._self_attention_layer
+        with tf.name_scope("attention"):  # scopes name the ops in a profile
+            return [_split_heads(x, projection, shape[0], shape[1])
+                    for projection in (attention._key_dense, attention._value_dense)]
+
+    def _block(self, inputs, key, value, padding_mask, training):
+        """The block for the positions `inputs` [batch, rows, H] of a sequence whose key and
+        value heads are `key`, `value` [batch, heads, seq, d] -> [batch, rows, H]."""
         shape = tf.shape(inputs)
         hidden = inputs.shape[-1]
-        x = tf.reshape(inputs, [-1, hidden])  # [batch * seq, H]
-        with tf.name_scope("attention"):  # scopes name the ops in a profile
-            attended = self._attention(x, shape[0], shape[1], padding_mask, training)
+        x = tf.reshape(inputs, [-1, hidden])  # [batch * rows, H]
+        with tf.name_scope("attention"):
+            attended = self._attention(x, shape[0], shape[1], key, value, padding_mask,
+                                       training)
         x = layer_norm(x + dropout(attended, self._self_attention_dropout, training),
                        self._self_attention_layer_norm, training)
         intermediate_dense = self._feedforward_intermediate_dense
@@ -77,20 +107,20 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
                        self._feedforward_layer_norm, training)
         return tf.reshape(x, shape)
 
-    def _attention(self, x, batch, seq, padding_mask, training):
-        """Self-attention of `x` [batch * seq, H] -> [batch * seq, H], keras's maths: queries
-        scaled by 1/sqrt(head size), -1e9 on the scores of padding keys."""
+    def _attention(self, x, batch, rows, key, value, padding_mask, training):
+        """Self-attention of the queries of `x` [batch * rows, H] over `key`, `value` [batch,
+        heads, seq, d] -> [batch * rows, H], keras's maths: queries scaled by 1/sqrt(head
+        size), -1e9 on the scores of padding keys."""
         attention = self._self_attention_layer
         heads, head_size = attention.num_heads, attention.key_dim
         hidden = heads * head_size
-        projections = (attention._query_dense, attention._key_dense, attention._value_dense)
-        query, key, value = [_split_heads(x, p, batch, seq) for p in projections]
+        query = _split_heads(x, attention._query_dense, batch, rows)
         scores = tf.matmul(query * tf.cast(attention._inverse_sqrt_key_dim, query.dtype), key,
-                           transpose_b=True)  # [batch, heads, seq, seq]
+                           transpose_b=True)  # [batch, heads, rows, seq]
         if padding_mask is not None:  # an added bias, not keras's tf.where: no gradient op
             scores += _padding_bias(padding_mask, scores.dtype)
         probabilities = dropout(tf.nn.softmax(scores), attention._dropout_layer, training)
-        context = tf.matmul(probabilities, value)  # [batch, heads, seq, d]
+        context = tf.matmul(probabilities, value)  # [batch, heads, rows, d]
         context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, hidden])
         output = attention._output_dense
         return _dense(context, tf.reshape(output.kernel, [hidden, -1]), output.bias)

@@ -267,6 +267,31 @@ def test_transformer_gelu_gradient_form_only_in_training():
     assert "Erfc" in op_types(False)
 
 
+@pytest.mark.parametrize("seq", [1, 2, 7, 16])
+def test_transformer_inference_runs_the_sequence_halves_apart_with_the_same_outputs(seq):
+    """In inference each half of the sequence has its own chain of ops (two attention softmaxes,
+    one per half, so TensorFlow's executor can run them at once), and the outputs are those of
+    the whole-sequence block that training runs, odd lengths and one-token sequences included."""
+    layer = TransformerLayer(64, 4, activation=get_activation("gelu"))
+    x = tf.random.stateless_normal([3, seq, 32], seed=[12, seq])
+    mask = tf.sequence_mask([seq, max(1, seq - 3), 1], seq, dtype=tf.int32)
+    layer(x, padding_mask=mask)
+
+    def whole_sequence(x):
+        key, value = layer._keys_and_values(x)
+        return layer._block(x, key, value, mask, training=False)
+
+    np.testing.assert_allclose(layer(x, padding_mask=mask, training=False).numpy(),
+                               whole_sequence(x).numpy(), rtol=1e-6, atol=1e-6)
+
+    def softmaxes(training):
+        graph = tf.function(lambda x: layer(x, padding_mask=mask, training=training)
+                            ).get_concrete_function(x).graph
+        return sum(op.type == "Softmax" for op in graph.get_operations())
+
+    assert softmaxes(False) == 2 and softmaxes(True) == 1
+
+
 def test_transformer_fast_path_under_mixed_bfloat16():
     keras.mixed_precision.set_dtype_policy("mixed_bfloat16")
     try:

@@ -39,12 +39,18 @@ ROWS = {
     "serve_b1": ("serving_default, batch 1 x 128, p50 latency",
                  ["--task", "infer", "--batch", "1", "--steps", "300", "--warmup", "20"],
                  ["--task", "infer", "--batch", "1", "--steps", "300"], "latency"),
+    "serve_b1_intra1": ("the same, the server given --tensorflow_intra_op_parallelism=1",
+                        ["--task", "infer", "--batch", "1", "--steps", "300", "--warmup", "20",
+                         "--threads", "1", "--nopeak"], None, "latency"),
     "serve_b1_xla": ("the same, exported with --jit_compile",
                      ["--task", "infer", "--batch", "1", "--steps", "300", "--warmup", "20",
                       "--jit_compile"], None, "latency"),
     "serve_b32": ("serving_default, batch 32 x 128",
                   ["--task", "infer", "--batch", "32", "--steps", "20"],
                   ["--task", "infer", "--batch", "32", "--steps", "20"], "tokens_per_s"),
+    "serve_b32_intra1": ("the same, the server given --tensorflow_intra_op_parallelism=1",
+                         ["--task", "infer", "--batch", "32", "--steps", "20", "--threads", "1",
+                          "--nopeak"], None, "tokens_per_s"),
 }
 
 
@@ -101,7 +107,8 @@ def table(results, machine, onnx):
                       if torch_value is None else
                       f"{torch_value:.1f} ms" if rate == "latency"
                       else f"{torch_value:,.0f} tokens/s")
-        batch = "1" if name.startswith("serve_b1") else "32" if name == "serve_b32" else None
+        batch = ("1" if name.startswith("serve_b1") else "32" if name.startswith("serve_b32")
+                 else None)
         onnx_record = onnx.get(batch) if batch else None
         onnx_value = _reference_value(onnx_record, rate) if onnx_record else None
         onnx_cell = ("" if onnx_value is None else

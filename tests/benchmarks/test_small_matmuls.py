@@ -1,0 +1,45 @@
+"""The small-matmul benchmark: TensorFlow's single-thread rule, the L2 size from sysfs, and the
+command end to end."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from electra_tf.benchmarks.small_matmuls import (l2_bytes_per_core, operand_bytes,
+                                                 single_threaded_by_rule)
+
+MIB = 2 ** 20
+
+
+def test_rule_on_electra_small_single_request_products():
+    # 128 tokens: the 256 x 256 projections take 0.5 MiB, the feed-forward products 1.625 MiB.
+    assert operand_bytes(128, 256, 256) == 4 * (128 * 256 + 256 * (128 + 256)) == MIB // 2
+    assert operand_bytes(128, 256, 1024) == operand_bytes(128, 1024, 256) == 1.625 * MIB
+    assert single_threaded_by_rule(128, 256, 256, l2_bytes=1 * MIB)
+    assert not single_threaded_by_rule(128, 256, 1024, l2_bytes=1 * MIB)  # Zen 4: 1 MiB L2
+    assert single_threaded_by_rule(128, 256, 1024, l2_bytes=2 * MIB)  # Sapphire Rapids: 2 MiB
+    assert not single_threaded_by_rule(32 * 128, 256, 256, l2_bytes=2 * MIB)  # batch 32
+
+
+def test_l2_size_read_from_sysfs_layout(tmp_path):
+    for index, level, size in (("index0", "1", "32K"), ("index2", "2", "2048K"),
+                               ("index3", "3", "32M")):
+        (tmp_path / index).mkdir()
+        (tmp_path / index / "level").write_text(level + "\n")
+        (tmp_path / index / "size").write_text(size + "\n")
+    assert l2_bytes_per_core(str(tmp_path)) == 2 * MIB
+    assert l2_bytes_per_core(str(tmp_path / "missing")) is None
+
+
+@pytest.mark.slow
+def test_command_prints_one_line_per_product():
+    result = subprocess.run(
+        [sys.executable, "-m", "electra_tf.benchmarks.small_matmuls", "--rows", "64", "--hidden",
+         "64", "--intermediate", "128", "--chain", "4", "--repeats", "3", "--threads", "1"],
+        capture_output=True, text=True, timeout=300, check=True)
+    records = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert [r["product"] for r in records] == ["[64, 64] @ [64, 64]", "[64, 64] @ [64, 128]",
+                                               "[64, 128] @ [128, 64]"]
+    assert all(r["tf_gflop_per_s"] > 0 and r["tf_threads"] == 1 for r in records)
