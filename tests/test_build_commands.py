@@ -143,7 +143,8 @@ def test_build_vocab_help_documents_every_flag():
     assert "Traceback" not in stderr and "tokenizers" in stdout
     for flag in ("--corpus", "--tfds_name", "--tfds_split", "--tfds_text_key", "--tfds_data_dir",
                  "--vocab_size", "--min_frequency", "--output", "--[no]lower_case",
-                 "--[no]strip_accents", "--[no]overwrite"):
+                 "--[no]strip_accents", "--[no]overwrite", "--model_type",
+                 "--sentencepiece_algorithm", "--character_coverage"):
         assert flag in stdout, flag
     assert f"(default: '{DEFAULT_MIN_FREQUENCY}')" in stdout.split("--min_frequency: ")[1]
 
