@@ -30,7 +30,8 @@ flags.DEFINE_string("tfds_name", None, "TFDS dataset to read instead of --corpus
 flags.DEFINE_string("tfds_split", "train", "TFDS split (slicing allowed, e.g. 'train[:10%]').")
 flags.DEFINE_string("tfds_text_key", "text", "TFDS feature holding the text.")
 flags.DEFINE_string("tfds_data_dir", None, "TFDS data directory (default: TFDS's own).")
-flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt (one token per line) holding [PAD] "
+flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt (one token per line) or SentencePiece "
+                    "model (.model, its own normalization) holding [PAD] "
                     "[UNK] [CLS] [SEP] [MASK].")
 flags.DEFINE_string("output_dir", None, "Directory for the TFRecord shards and the metadata file.")
 flags.DEFINE_integer("max_seq_length", 128, "Tokens per example, [CLS] and [SEP]s included "

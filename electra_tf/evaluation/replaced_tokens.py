@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.pretraining_data import pipeline, word_masking
-from electra_tf.text.tokenization import load_vocabulary
+from electra_tf.text.vocab_files import load_tokens
 from electra_tf.errors import UserError
 
 SEQUENCE_MARKERS = ("[CLS]", "[SEP]", "[PAD]")  # never chosen for replacement
@@ -64,7 +64,7 @@ def show_replaced_tokens(model, batch: Mapping[str, tf.Tensor],
     Args:
       model: a trained `ElectraPretrainer` (with a discriminator).
       batch: masked examples (`read_examples`, or a batch of `pipeline.make_dataset`).
-      vocabulary: the tokens (`load_vocabulary`) or the vocab.txt they came from.
+      vocabulary: the tokens, or the vocab.txt or SentencePiece model they came from.
       num_examples: how many of the batch's examples to show.
       max_tokens: show the first this many tokens of each example (None: all).
       threshold: the probability above which a token counts as flagged "replaced".
@@ -74,7 +74,7 @@ def show_replaced_tokens(model, batch: Mapping[str, tf.Tensor],
       of the replaced tokens and of the others, and how many of each pass `threshold`.
     """
     if isinstance(vocabulary, str):
-        vocabulary = load_vocabulary(vocabulary)
+        vocabulary = load_tokens(vocabulary)
     first = {key: value[:num_examples] for key, value in batch.items()}
     return format_detections(detect_replacements(model, first), vocabulary,
                              max_tokens=max_tokens, threshold=threshold, width=width)
@@ -135,8 +135,7 @@ def read_examples(data: str, model, num_examples: int = 3,
             raise UserError(f"cannot tell the max_seq_length of {data} from its metadata.json: "
                             "pass max_seq_length")
         max_seq_length = lengths.pop()
-    is_continuation = (word_masking.continuation_pieces(load_vocabulary(vocab_file), vocab_file)
-                       if vocab_file and model.objective.masking != "token" else None)
+    is_continuation = (word_masking.continuation_pieces_of(vocab_file) if vocab_file and model.objective.masking != "token" else None)
     dataset = pipeline.make_dataset(files, num_examples, max_seq_length, model.objective,
                                     training=False, is_continuation=is_continuation)
     for batch in dataset.take(1):

@@ -105,13 +105,12 @@ class ShardWriter:
         import tensorflow as tf
 
         # lazy: splitting the corpus into work units needs no TensorFlow; the workers do
-        from electra_tf.text.tokenization import load_vocabulary, make_tokenizer, special_ids
+        from electra_tf.text.vocab_files import load_special_ids, make_file_tokenizer
 
         self.settings = settings
-        vocabulary = load_vocabulary(settings.vocab_file)
-        self.special = special_ids(vocabulary, source=settings.vocab_file)
-        tokenizer = make_tokenizer(vocabulary, settings.lower_case, settings.strip_accents,
-                                   normalization=settings.normalization)
+        self.special = load_special_ids(settings.vocab_file)
+        tokenizer = make_file_tokenizer(settings.vocab_file, settings.lower_case,
+                                        settings.strip_accents, settings.normalization)
         # In graph: called eagerly, keras-hub 0.32 tokenizes with its pure-Python fallback.
         # No autograph: the method has no tensor-dependent Python control flow, and converting
         # it costs about 1 s in every process.
@@ -276,6 +275,9 @@ def build_pretraining_data(
     """Builds pretraining TFRecords from text files (`corpus`) or a TFDS dataset (`tfds_name`).
 
     Args (the less obvious ones):
+      vocab_file: a WordPiece vocab.txt, or a SentencePiece model (".model", `build_vocab
+        --model_type sentencepiece`), which normalizes text by its own stored rule:
+        `lower_case`, `strip_accents` and `normalization` apply to WordPiece only.
       num_shards: default `build_plan.choose_num_shards` (64 to 1,000 by corpus size).
       replace_invalid_utf8: replace bytes that are not UTF-8 (and count the lines) instead of
         refusing the corpus.
@@ -316,14 +318,16 @@ def build_pretraining_data(
     import tensorflow as tf
 
     # lazy: `import electra_tf.pretraining_data.builder` and the command's --help need no TensorFlow
-    from electra_tf.text.tokenization import NORMALIZATIONS, load_vocabulary, special_ids
+    from electra_tf.text.tokenization import NORMALIZATIONS
+    from electra_tf.text.vocab_files import is_sentencepiece, load_special_ids, load_tokens
 
     if normalization not in NORMALIZATIONS:
         raise DatasetBuildError(f"normalization must be one of {', '.join(NORMALIZATIONS)}, "
                                 f"got {normalization!r}")
     strip_accents = lower_case if strip_accents is None else strip_accents
-    vocabulary = load_vocabulary(vocab_file)
-    specials = special_ids(vocabulary, source=vocab_file)
+    vocabulary = load_tokens(vocab_file)
+    specials = load_special_ids(vocab_file)
+    sentencepiece = is_sentencepiece(vocab_file)  # normalizes by its own rule, stored in it
     if corpus is not None:
         units = corpus_lib.split_into_blocks(files, block_bytes)
         corpus_bytes = sum(unit.size for unit in units)
@@ -386,9 +390,10 @@ def build_pretraining_data(
         "vocab_file": vocab_file,
         "vocab_size": len(vocabulary),
         "vocab_sha256": records.vocab_sha256(vocab_file),
-        "lower_case": lower_case,
-        "strip_accents": strip_accents,
-        "normalization": normalization,
+        "tokenizer": "sentencepiece" if sentencepiece else "wordpiece",
+        "lower_case": None if sentencepiece else lower_case,
+        "strip_accents": None if sentencepiece else strip_accents,
+        "normalization": None if sentencepiece else normalization,
         "special_token_ids": specials._asdict(),
         "seed": seed,
         "corpus": corpus_info,

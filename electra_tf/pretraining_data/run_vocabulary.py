@@ -14,7 +14,8 @@ from __future__ import annotations
 import dataclasses
 
 from electra_tf.pretraining_data import pretraining_records as records
-from electra_tf.text.tokenization import SpecialIds, load_vocabulary, special_ids
+from electra_tf.text import vocab_files
+from electra_tf.text.tokenization import SpecialIds
 from electra_tf.errors import UserError
 
 BERT_UNCASED_SIZE = 30522
@@ -69,8 +70,8 @@ def from_metadata(directory: str, metadata: dict) -> RunVocabulary | None:
 
 
 def from_vocab_file(path: str) -> RunVocabulary:
-    vocabulary = load_vocabulary(path)
-    return RunVocabulary(len(vocabulary), special_ids(vocabulary, source=path),
+    """A WordPiece vocab.txt or a SentencePiece model (`vocab_files`)."""
+    return RunVocabulary(len(vocab_files.load_tokens(path)), vocab_files.load_special_ids(path),
                          f"--vocab_file {path}", records.vocab_sha256(path), path)
 
 

@@ -25,19 +25,33 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.errors import UserError
+from electra_tf.text import vocab_files
 
 CONTINUATION_PREFIX = "##"  # WordPiece's mark of a piece inside a word
 
 
-def continuation_pieces(vocabulary: list[str], source: str = "the vocabulary") -> np.ndarray:
-    """bool [len(vocabulary)]: True for the pieces that continue a word ("##ing"). Raises
-    UserError for a vocabulary without any: words cannot be told apart in it."""
+def continuation_pieces(vocabulary: list[str], source: str = "the vocabulary", *,
+                        sentencepiece: bool = False) -> np.ndarray:
+    """bool [len(vocabulary)]: True for the pieces that continue a word: WordPiece's "##ing";
+    with `sentencepiece`, every piece that does not begin with "▁" (SentencePiece marks the
+    pieces that start a word; special pieces are never masked, so their value does not
+    matter). Raises UserError for a WordPiece vocabulary without any: words cannot be told apart
+    in it."""
+    if sentencepiece:
+        word_start = vocab_files.SENTENCEPIECE_WORD_START
+        return np.array([not piece.startswith(word_start) for piece in vocabulary], bool)
     table = np.array([token.startswith(CONTINUATION_PREFIX) for token in vocabulary], bool)
     if not table.any():
         raise UserError(f"{source} has no '{CONTINUATION_PREFIX}' continuation pieces, so "
                         "whole words cannot be found for objective.masking whole_word or span: "
                         "use a WordPiece vocabulary, or objective.masking token")
     return table
+
+
+def continuation_pieces_of(vocab_file: str) -> np.ndarray:
+    """`continuation_pieces` of a vocab.txt or a SentencePiece model (`vocab_files`)."""
+    return continuation_pieces(vocab_files.load_tokens(vocab_file), vocab_file,
+                               sentencepiece=vocab_files.is_sentencepiece(vocab_file))
 
 
 def word_index(input_ids, candidates, is_continuation):

@@ -36,6 +36,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from electra_tf.text import text_normalization
+from electra_tf.text.vocab_files import is_sentencepiece
 from electra_tf.errors import UserError
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -60,6 +61,11 @@ class SpecialIds(NamedTuple):
 def load_vocabulary(path: str) -> list[str]:
     """Reads a vocab.txt (one token per line) and checks it holds ELECTRA's special tokens, each
     token once."""
+    if is_sentencepiece(path):
+        raise VocabularyError(
+            f"{path} is a SentencePiece model, and this step takes a WordPiece vocab.txt: so far "
+            f"SentencePiece models go through build_vocab, build_pretraining_dataset and "
+            f"run_pretraining only")
     if not tf.io.gfile.exists(path):
         raise VocabularyError(f"vocabulary file not found: {path}")
     with tf.io.gfile.GFile(path) as f:

@@ -28,7 +28,6 @@ from electra_tf.config import ElectraConfig, ObjectiveConfig, check_accumulation
 from electra_tf.pretraining_data import pipeline, run_vocabulary, word_masking
 from electra_tf.pretraining_data import builder as pretraining_data, corpus
 from electra_tf.text import vocab_learning
-from electra_tf.text.tokenization import load_vocabulary
 from electra_tf.errors import UserError
 from electra_tf.export import export_discriminator
 from electra_tf.models import build_pretrainer
@@ -332,8 +331,7 @@ def _word_continuations(config):
         raise RunError(f"objective.masking {config.objective.masking} needs the vocabulary, to "
                        "find the words: give --vocab_file (or data whose metadata.json names a "
                        "vocab.txt that exists)")
-    return word_masking.continuation_pieces(load_vocabulary(config.run.vocab_file),
-                                            config.run.vocab_file)
+    return word_masking.continuation_pieces_of(config.run.vocab_file)
 
 
 def _train(stage: _Stage, config_name, strategy, init_checkpoint, jit_compile, export,
