@@ -6,9 +6,9 @@ cache of a core: 4 (m n + k (m + n)) bytes in float32 under the L2 size (`Execut
 in TensorFlow's mkl_matmul_ops_common.h). For each [m, k] @ [k, n] product of an ELECTRA
 encoder layer at `--rows` tokens (query/key/value and output projections, the feed-forward
 pair), this prints one JSON line: the operands' size, this machine's L2 per core, whether the rule
-makes the product single-threaded, and the GFLOP/s of `--chain` such products in one
-tf.function, run one op at a time (and, with torch installed, of `torch.addmm` on as many threads as TensorFlow's
-intra-op pool).
+makes the product single-threaded, and the GFLOP/s of `--chain` such products in one tf.function,
+run one op at a time (and, with torch installed, of `torch.addmm` on as many threads as
+TensorFlow's intra-op pool).
 
   python -m electra_tf.benchmarks.small_matmuls --rows 128
   python -m electra_tf.benchmarks.small_matmuls --rows 128 --threads 1

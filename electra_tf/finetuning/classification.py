@@ -22,7 +22,7 @@ from electra_tf.models.classifier import ElectraClassifier
 from electra_tf.models.task_model import INPUT_NAMES
 from electra_tf.task_data import glue
 from electra_tf.task_data.classification_features import featurize, swap_pairs
-from electra_tf.text.tokenization import make_tokenizer, special_ids
+from electra_tf.text.vocab_files import load_special_ids, make_file_tokenizer
 
 
 def train_dataset(features: dict, batch_size: int, seed: int, skip_batches: int = 0):
@@ -42,9 +42,9 @@ class ClassificationJob:
     """A `TaskData` (examples) featurized in memory, with everything a trial needs."""
 
     def __init__(self, task, config: FinetuneConfig, vocab_file: str):
-        vocabulary = check_vocabulary(vocab_file, config)
-        tokenizer = make_tokenizer(vocabulary, lower_case=config.finetune.lower_case)
-        ids = special_ids(vocabulary, source=vocab_file)
+        check_vocabulary(vocab_file, config)
+        tokenizer = make_file_tokenizer(vocab_file, lower_case=config.finetune.lower_case)
+        ids = load_special_ids(vocab_file)
         run = config.finetune
 
         def features(examples):

@@ -17,7 +17,7 @@ import tensorflow as tf
 from electra_tf.config import FinetuneConfig
 from electra_tf.errors import UserError
 from electra_tf.models.task_model import INPUT_NAMES
-from electra_tf.text.tokenization import load_vocabulary
+from electra_tf.text.vocab_files import load_tokens
 
 
 class FinetuneError(UserError):
@@ -104,7 +104,7 @@ class TaskKind:
 
 
 def check_vocabulary(vocab_file: str, config: FinetuneConfig) -> list[str]:
-    vocabulary = load_vocabulary(vocab_file)
+    vocabulary = load_tokens(vocab_file)
     if len(vocabulary) > config.model.vocab_size:
         raise FinetuneError(f"{vocab_file} has {len(vocabulary)} tokens, more than the model's "
                             f"vocab_size {config.model.vocab_size}: not the model's vocabulary")

@@ -26,7 +26,7 @@ from electra_tf.config import FinetuneConfig
 from electra_tf.task_data.classification_data import TaskDataError
 from electra_tf.task_data.tagging import (TaggedSentence, TagSpace, featurize_tagging,
                                      predicted_word_tags, read_conll, read_tfds_conll, to_bioes)
-from electra_tf.text.tokenization import make_tokenizer, special_ids
+from electra_tf.text.vocab_files import load_special_ids, make_file_tokenizer
 from electra_tf.evaluation.tagging_metrics import tagging_scores
 from electra_tf.export.tagger import export_tagger
 from electra_tf.finetuning.common import (ExportOptions, TaskKind, TaskOptions, batched_inputs,
@@ -143,9 +143,9 @@ class TaggingJob:
     """A `TaggingTask` featurized in memory for a run (see `runner.TaskJob`)."""
 
     def __init__(self, task: TaggingTask, config: FinetuneConfig, vocab_file: str):
-        vocabulary = check_vocabulary(vocab_file, config)
-        tokenizer = make_tokenizer(vocabulary, lower_case=config.finetune.lower_case)
-        ids = special_ids(vocabulary, source=vocab_file)
+        check_vocabulary(vocab_file, config)
+        tokenizer = make_file_tokenizer(vocab_file, lower_case=config.finetune.lower_case)
+        ids = load_special_ids(vocab_file)
         length = config.finetune.max_seq_length
 
         def features(split, sentences):

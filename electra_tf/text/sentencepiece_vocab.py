@@ -93,10 +93,23 @@ def load_sentencepiece(path: str) -> tuple[bytes, SpecialIds]:
     return model, SpecialIds(*(ids[piece] for piece in SPECIAL_TOKENS))
 
 
-def make_sentencepiece_tokenizer(model: bytes):
-    """tensorflow-text's in-graph tokenizer of a SentencePiece model (the file's bytes): strings
-    [n] -> ragged int32 ids [n, (pieces)]."""
-    import tensorflow_text as tf_text
+def make_sentencepiece_tokenizer(model: bytes) -> "SentencePieceTokenizer":
+    """The in-graph tokenizer of a SentencePiece model (the file's bytes)."""
+    return SentencePieceTokenizer(model)
 
-    return tf_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
+
+class SentencePieceTokenizer:
+    """tensorflow-text's `SentencepieceTokenizer`, callable like the WordPiece tokenizer
+    (`tokenization.make_tokenizer`): strings [n] -> ragged int32 ids [n, (pieces)], in a graph
+    or eagerly."""
+
+    def __init__(self, model: bytes):
+        import tensorflow_text as tf_text
+
+        self._tokenizer = tf_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
+
+    def tokenize(self, texts):
+        return self._tokenizer.tokenize(tf.convert_to_tensor(texts, tf.string))
+
+    __call__ = tokenize
 

@@ -63,9 +63,8 @@ def load_vocabulary(path: str) -> list[str]:
     token once."""
     if is_sentencepiece(path):
         raise VocabularyError(
-            f"{path} is a SentencePiece model, and this step takes a WordPiece vocab.txt: so far "
-            f"SentencePiece models go through build_vocab, build_pretraining_dataset and "
-            f"run_pretraining only")
+            f"{path} is a SentencePiece model, and this step takes a WordPiece vocab.txt "
+            f"(docs/tokenization.md lists the steps that take a SentencePiece model)")
     if not tf.io.gfile.exists(path):
         raise VocabularyError(f"vocabulary file not found: {path}")
     with tf.io.gfile.GFile(path) as f:

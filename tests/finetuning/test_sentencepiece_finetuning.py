@@ -1,0 +1,126 @@
+"""Fine-tuning with a SentencePiece model as the vocabulary: classification pairs and the
+tagging first-piece rule get the `sentencepiece` library's ids; a CSV classifier and a CoNLL
+tagger train from scratch with it; --with_tokenizer and SQuAD refuse it in one line, before
+training."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+import sentencepiece
+
+from electra_tf.task_data.classification_data import Example
+from electra_tf.task_data.classification_features import LabelSpace, featurize
+from electra_tf.task_data.tagging import TaggedSentence, TagSpace, featurize_tagging
+from electra_tf.text.sentencepiece_vocab import learn_sentencepiece
+from electra_tf.text.vocab_files import load_special_ids, make_file_tokenizer
+from tests.run_helpers import run_in_process
+from tests.text.test_sentencepiece_vocab import multilingual_lines
+
+CLS, SEP = 2, 3
+TINY_MODEL = ["--override", "model.num_layers=1", "--override", "model.hidden_size=16",
+              "--override", "model.num_heads=1", "--override", "model.embedding_size=16",
+              "--override", "model.intermediate_size=32"]
+SMALL_RUN = ["--override", "finetune.train_batch_size=8",
+             "--override", "finetune.eval_batch_size=8", "--override", "finetune.max_seq_length=32",
+             "--override", "finetune.num_train_epochs=1"]
+
+
+@pytest.fixture(scope="module")
+def spm(tmp_path_factory):
+    path = tmp_path_factory.mktemp("spm") / "spm.model"
+    size = learn_sentencepiece(multilingual_lines(3000, seed=0), 1200, str(path),
+                               character_coverage=1.0)
+    return str(path), size, sentencepiece.SentencePieceProcessor(model_file=str(path))
+
+
+def test_classification_pairs_get_the_librarys_ids(spm):
+    path, _, processor = spm
+    a, b = multilingual_lines(2, seed=21)
+    features = featurize([Example("train-0", a, b, "x")], make_file_tokenizer(path),
+                         load_special_ids(path), 128, LabelSpace(("x", "y")))
+    expected = [CLS] + processor.encode(a) + [SEP] + processor.encode(b) + [SEP]
+    n = len(expected)
+    assert features["input_ids"][0, :n].tolist() == expected
+    assert not features["input_ids"][0, n:].any()
+    segments = [0] * (len(processor.encode(a)) + 2) + [1] * (len(processor.encode(b)) + 1)
+    assert features["segment_ids"][0, :n].tolist() == segments
+
+
+def test_tagging_marks_each_words_first_piece(spm):
+    path, _, processor = spm
+    words = multilingual_lines(1, seed=22)[0].split()
+    sentence = TaggedSentence(words, ["O"] * len(words))
+    features = featurize_tagging([sentence], make_file_tokenizer(path), load_special_ids(path),
+                                 128, TagSpace(("O",)))
+    pieces = [processor.encode(word) for word in words]
+    starts = np.cumsum([1] + [len(p) for p in pieces[:-1]])
+    assert features["word_positions"][0].tolist() == starts.tolist()
+    ids = features["input_ids"][0]
+    assert [ids[s:s + len(p)].tolist() for s, p in zip(starts, pieces)] == pieces
+
+
+def _csv_data(directory):
+    rng, lines = random.Random(0), multilingual_lines(40, seed=23)
+    directory.mkdir()
+    for split, n in (("train", 16), ("dev", 8)):
+        with open(directory / f"{split}.jsonl", "w", encoding="utf-8") as f:
+            for _ in range(n):
+                f.write(json.dumps({"text": rng.choice(lines), "label": rng.choice("ab")},
+                                   ensure_ascii=False) + "\n")
+    return directory
+
+
+@pytest.mark.slow
+def test_a_classifier_trains_from_a_sentencepiece_vocabulary(spm, tmp_path):
+    path, size, _ = spm
+    data = _csv_data(tmp_path / "data")
+    common = ["--task", "csv", "--data_dir", str(data), "--text_a_column", "text",
+              "--label_column", "label", "--labels", "a,b", "--vocab_file", path,
+              "--override", f"model.vocab_size={size}", *TINY_MODEL, *SMALL_RUN]
+    result = run_in_process([*common, "--model_dir", str(tmp_path / "out")],
+                            module="electra_tf.run_finetuning")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "dev dev accuracy:" in result.stdout
+    refused = run_in_process([*common, "--model_dir", str(tmp_path / "text"), "--with_tokenizer"],
+                             module="electra_tf.run_finetuning")
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
+    assert refused.returncode != 0 and len(errors) == 1
+    assert "--with_tokenizer needs a WordPiece vocab.txt" in errors[0]
+    assert not (tmp_path / "text" / "checkpoints").exists()  # refused before training
+
+
+@pytest.mark.slow
+def test_a_tagger_trains_from_a_sentencepiece_vocabulary(spm, tmp_path):
+    path, size, _ = spm
+    rng, words = random.Random(1), " ".join(multilingual_lines(30, seed=24)).split()
+    data = tmp_path / "conll"
+    data.mkdir()
+    for split in ("train", "dev"):
+        blocks = ["\n".join(f"{rng.choice(words)} NN B-NP {rng.choice(['O', 'B-ENT'])}"
+                            for _ in range(rng.randint(3, 8))) for _ in range(16)]
+        (data / f"{split}.txt").write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
+    result = run_in_process(["--task", "ner", "--data_dir", str(data), "--vocab_file", path,
+                             "--override", f"model.vocab_size={size}", *TINY_MODEL, *SMALL_RUN,
+                             "--model_dir", str(tmp_path / "ner")],
+                            module="electra_tf.run_finetuning")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "dev dev f1:" in result.stdout
+
+
+@pytest.mark.slow
+def test_squad_refuses_a_sentencepiece_vocabulary_in_one_line(spm, tmp_path):
+    from tests.test_run_finetuning import write_squad_files
+
+    path, size, _ = spm
+    data = write_squad_files(tmp_path / "squad")
+    result = run_in_process(["--task", "squad/v1.1", "--data_dir", str(data), "--vocab_file", path,
+                             "--override", f"model.vocab_size={size}", *TINY_MODEL, *SMALL_RUN,
+                             "--override", "qa.max_query_length=8", "--override", "qa.doc_stride=8",
+                             "--model_dir", str(tmp_path / "qa")],
+                            module="electra_tf.run_finetuning")
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode != 0 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert len(errors) == 1 and "is a SentencePiece model, and this step takes a WordPiece" in \
+        errors[0]
