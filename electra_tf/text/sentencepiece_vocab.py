@@ -49,24 +49,18 @@ def learn_sentencepiece(lines: Iterable[str], vocab_size: int, output_file: str,
                               f"pieces, got {vocab_size}")
     model = io.BytesIO()
     try:
-        _train(sentencepiece, lines, model, vocab_size, algorithm, lower_case, character_coverage,
-               max_sentence_length)
+        sentencepiece.SentencePieceTrainer.train(
+            sentence_iterator=(line for line in lines if line.strip()), model_writer=model,
+            vocab_size=vocab_size, model_type=algorithm, hard_vocab_limit=False,
+            character_coverage=character_coverage, max_sentence_length=max_sentence_length,
+            normalization_rule_name="nmt_nfkc_cf" if lower_case else "nmt_nfkc",
+            pad_id=0, pad_piece="[PAD]", unk_id=1, unk_piece="[UNK]", bos_id=-1, eos_id=-1,
+            control_symbols=list(SPECIAL_TOKENS[2:]), minloglevel=2)
     except RuntimeError as e:  # the trainer's errors, e.g. no text at all
         raise VocabularyError(f"SentencePiece training failed: {e}") from None
     with tf.io.gfile.GFile(output_file, "wb") as f:
         f.write(model.getvalue())
     return sentencepiece.SentencePieceProcessor(model_proto=model.getvalue()).get_piece_size()
-
-
-def _train(sentencepiece, lines, model, vocab_size, algorithm, lower_case, character_coverage,
-           max_sentence_length):
-    sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=(line for line in lines if line.strip()), model_writer=model,
-        vocab_size=vocab_size, model_type=algorithm, hard_vocab_limit=False,
-        character_coverage=character_coverage, max_sentence_length=max_sentence_length,
-        normalization_rule_name="nmt_nfkc_cf" if lower_case else "nmt_nfkc",
-        pad_id=0, pad_piece="[PAD]", unk_id=1, unk_piece="[UNK]", bos_id=-1, eos_id=-1,
-        control_symbols=list(SPECIAL_TOKENS[2:]), minloglevel=2)
 
 
 def load_sentencepiece(path: str) -> tuple[bytes, SpecialIds]:
