@@ -36,14 +36,20 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from electra_tf.text import text_normalization
-from electra_tf.text.vocab_files import is_sentencepiece
 from electra_tf.errors import UserError
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+SENTENCEPIECE_SUFFIX = ".model"  # a vocabulary file with this name is a SentencePiece model
 UNKNOWN_TOKEN = "[UNK]"
 NORMALIZATIONS = ("bert", "keras_hub")
 MAX_CHARS_PER_WORD = 200  # the original's `max_input_chars_per_word`
 MAX_UTF8_BYTES_PER_CHAR = 4
+
+
+def is_sentencepiece(path: str) -> bool:
+    """Whether the vocabulary file `path` is a SentencePiece model (by its name) rather than a
+    WordPiece vocab.txt."""
+    return str(path).endswith(SENTENCEPIECE_SUFFIX)
 
 
 class VocabularyError(UserError):

@@ -10,17 +10,16 @@ not apply to it.
 
 from __future__ import annotations
 
-SENTENCEPIECE_SUFFIX = ".model"
+from electra_tf.text import sentencepiece_vocab, tokenization
+from electra_tf.text.tokenization import is_sentencepiece
+
+__all__ = ["SENTENCEPIECE_WORD_START", "is_sentencepiece", "load_special_ids", "load_tokens",
+           "make_file_tokenizer"]
+
 SENTENCEPIECE_WORD_START = "\u2581"  # "▁", which begins every piece that starts a word
 
 
-def is_sentencepiece(path: str) -> bool:
-    return str(path).endswith(SENTENCEPIECE_SUFFIX)
-
-
 def load_tokens(path: str) -> list[str]:
-    from electra_tf.text import sentencepiece_vocab, tokenization
-
     if not is_sentencepiece(path):
         return tokenization.load_vocabulary(path)
     import sentencepiece
@@ -31,8 +30,6 @@ def load_tokens(path: str) -> list[str]:
 
 
 def load_special_ids(path: str):
-    from electra_tf.text import sentencepiece_vocab, tokenization
-
     if is_sentencepiece(path):
         return sentencepiece_vocab.load_sentencepiece(path)[1]
     return tokenization.special_ids(tokenization.load_vocabulary(path), source=path)
@@ -40,8 +37,6 @@ def load_special_ids(path: str):
 
 def make_file_tokenizer(path: str, lower_case: bool = True, strip_accents: bool | None = None,
                         normalization: str = "bert"):
-    from electra_tf.text import sentencepiece_vocab, tokenization
-
     if is_sentencepiece(path):
         return sentencepiece_vocab.make_sentencepiece_tokenizer(
             sentencepiece_vocab.load_sentencepiece(path)[0])
