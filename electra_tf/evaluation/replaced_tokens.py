@@ -135,7 +135,8 @@ def read_examples(data: str, model, num_examples: int = 3,
             raise UserError(f"cannot tell the max_seq_length of {data} from its metadata.json: "
                             "pass max_seq_length")
         max_seq_length = lengths.pop()
-    is_continuation = (word_masking.continuation_pieces_of(vocab_file) if vocab_file and model.objective.masking != "token" else None)
+    is_continuation = (word_masking.continuation_pieces_of(vocab_file)
+                       if vocab_file and model.objective.masking != "token" else None)
     dataset = pipeline.make_dataset(files, num_examples, max_seq_length, model.objective,
                                     training=False, is_continuation=is_continuation)
     for batch in dataset.take(1):

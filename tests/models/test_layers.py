@@ -281,8 +281,10 @@ def test_transformer_inference_runs_the_sequence_halves_apart_with_the_same_outp
         key, value = layer._keys_and_values(x)
         return layer._block(x, key, value, mask, training=False)
 
+    # 1e-5 as the keras-hub parity test: oneDNN may pick other kernels for fewer rows on other
+    # CPUs; a half attending to its own keys only would differ by about 1e-1.
     np.testing.assert_allclose(layer(x, padding_mask=mask, training=False).numpy(),
-                               whole_sequence(x).numpy(), rtol=1e-6, atol=1e-6)
+                               whole_sequence(x).numpy(), rtol=1e-5, atol=1e-5)
 
     def softmaxes(training):
         graph = tf.function(lambda x: layer(x, padding_mask=mask, training=training)
