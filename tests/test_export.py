@@ -553,6 +553,23 @@ def test_cli_jit_compile_writes_a_compiled_forward_pass(run_dir, tmp_path):
                                atol=1e-5, rtol=0)
 
 
+def test_cli_serving_dtype_bfloat16_writes_bfloat16_weights(run_dir, tmp_path):
+    run, model, (ids, mask, segments) = run_dir
+    result = export_main("--model_dir", str(run), "--output_dir", str(tmp_path / "served"),
+                         "--serving_dtype", "bfloat16", "--nowith_examples")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "(signatures: serving_default; bfloat16 weights)" in result.stdout
+    loaded = tf.saved_model.load(str(tmp_path / "served" / "5"))
+    assert {v.dtype for v in loaded.variables if v.dtype.is_floating} == {tf.bfloat16}
+    out = loaded.signatures["serving_default"](input_ids=tf.constant(ids),
+                                               input_mask=tf.constant(mask),
+                                               segment_ids=tf.constant(segments))
+    assert out["logits"].dtype == tf.float32
+    # The checkpoint's weights in bfloat16 (tests/test_export_bfloat16.py: the tolerance).
+    np.testing.assert_allclose(out["logits"].numpy(), keras_logits(model, ids, mask, segments),
+                               atol=0.1, rtol=0.05)
+
+
 @pytest.mark.parametrize("case, fragment", [
     ("no_model_dir", "is not a directory"),
     ("no_config", "has no config.yaml"),
@@ -586,5 +603,6 @@ def test_cli_help_documents_every_flag():
     assert "Traceback" not in result.stderr  # absl exits with status 1 after printing the help
     assert "TF Serving's `<base>/<version>/` layout" in result.stdout  # the module docstring
     for flag in ("model_dir", "checkpoint", "config", "output_dir", "version", "overwrite",
-                 "with_examples", "with_tokenizer", "vocab_file", "lower_case", "max_seq_length"):
+                 "with_examples", "with_tokenizer", "vocab_file", "lower_case", "max_seq_length",
+                 "jit_compile", "serving_dtype"):
         assert re.search(rf"--(\[no\])?{flag}:", result.stdout), flag

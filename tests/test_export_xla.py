@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.export.classifier import export_classifier
+from electra_tf.export.precision import serving_copy
 from electra_tf.export.question_answerer import export_question_answerer
 from electra_tf.export.savedmodel import export_discriminator
 from electra_tf.export.tagger import export_tagger
@@ -27,34 +28,38 @@ ATOL = 1e-5
 SHAPES = (([12, 7, 3], 12), ([5], 9))
 
 
-def _exporter(name):
-    """export(directory, jit_compile) -> directory, of one fresh tiny model of kind `name`."""
+def exporter_of(name):
+    """export(directory, jit, dtype="float32") -> directory: the SavedModel of one fresh tiny
+    model of kind `name` (its `serving_copy` in `dtype`), compiled with XLA if `jit`."""
     keras.utils.set_random_seed(11)
     config = tiny_model_config()
     if name == "discriminator":
         model = ElectraPretrainer(config, objective(cls_token_id=CLS, sep_token_id=SEP,
                                                     mask_token_id=4))
-        return lambda d, jit: export_discriminator(model, d, with_examples=False,
-                                                   jit_compile=jit)
-    if name == "classifier":
+        write = lambda m, d, jit: export_discriminator(m, d, with_examples=False,
+                                                       jit_compile=jit)
+    elif name == "classifier":
         model = ElectraClassifier(config, num_labels=3)
-        return lambda d, jit: export_classifier(model, d, task="glue/mnli",
-                                                label_names=("a", "b", "c"), jit_compile=jit)
-    if name == "regressor":
+        write = lambda m, d, jit: export_classifier(m, d, task="glue/mnli",
+                                                    label_names=("a", "b", "c"), jit_compile=jit)
+    elif name == "regressor":
         model = ElectraClassifier(config, regression=True)
-        return lambda d, jit: export_classifier(model, d, task="glue/stsb",
-                                                label_range=(0.0, 5.0), jit_compile=jit)
-    if name == "tagger":
+        write = lambda m, d, jit: export_classifier(m, d, task="glue/stsb",
+                                                    label_range=(0.0, 5.0), jit_compile=jit)
+    elif name == "tagger":
         model = ElectraTagger(config, num_tags=4)
-        return lambda d, jit: export_tagger(model, d, task="conll/ner",
-                                            tag_names=("B", "I", "O", "S"), jit_compile=jit)
-    model = ElectraQuestionAnswerer(config, beam_size=3)
-    return lambda d, jit: export_question_answerer(model, d, task="squad/v1.1", jit_compile=jit)
+        write = lambda m, d, jit: export_tagger(m, d, task="conll/ner",
+                                                tag_names=("B", "I", "O", "S"), jit_compile=jit)
+    else:
+        model = ElectraQuestionAnswerer(config, beam_size=3)
+        write = lambda m, d, jit: export_question_answerer(m, d, task="squad/v1.1",
+                                                           jit_compile=jit)
+    return lambda d, jit, dtype="float32": write(serving_copy(model, dtype), d, jit)
 
 
 def _loaded(name, root):
     """{jit_compile: the loaded SavedModel} of exporter `name`, plain and compiled."""
-    export = _exporter(name)
+    export = exporter_of(name)
     return {jit: tf.saved_model.load(export(str(root / f"{name}_{jit}"), jit))
             for jit in (False, True)}
 
@@ -68,17 +73,23 @@ def test_compiled_export_matches_the_plain_one(name, tmp_path):
                        for model in _loaded(name, tmp_path).values())
     assert op_report(plain)[1] == []
     assert any(marker.endswith(":_XlaMustCompile") for marker in op_report(compiled)[1])
+    for key, value, got in paired_outputs(plain, compiled):
+        if value.dtype.is_floating:
+            np.testing.assert_allclose(got.numpy(), value.numpy(), atol=ATOL, rtol=0, err_msg=key)
+        else:  # argmax ids and beam positions: equal where the scores are not near-tied
+            assert np.mean(got.numpy() == value.numpy()) > 0.9, key
+
+
+def paired_outputs(plain, other):
+    """(output name, `plain`'s value, `other`'s value) of two serving_default signatures on the
+    padded batches of SHAPES, after checking that both return the same outputs."""
     for seed, (lengths, seq) in enumerate(SHAPES):
         ids, mask, segments = (tf.constant(t) for t in padded_inputs(lengths, seq, seed))
         expected = plain(input_ids=ids, input_mask=mask, segment_ids=segments)
-        got = compiled(input_ids=ids, input_mask=mask, segment_ids=segments)
+        got = other(input_ids=ids, input_mask=mask, segment_ids=segments)
         assert sorted(got) == sorted(expected)
         for key, value in expected.items():
-            if value.dtype.is_floating:
-                np.testing.assert_allclose(got[key].numpy(), value.numpy(), atol=ATOL, rtol=0,
-                                           err_msg=key)
-            else:  # argmax ids and beam positions: equal where the scores are not near-tied
-                assert np.mean(got[key].numpy() == value.numpy()) > 0.9, key
+            yield key, value, got[key]
 
 
 @pytest.mark.slow

@@ -6,6 +6,8 @@ r"""Times one ELECTRA pretraining step and prints a JSON line (tokens/s, model G
   python -m electra_tf.benchmarks.steps --size small --steps 3 --profile /tmp/electra_profile
   python -m electra_tf.benchmarks.steps --task infer --batch 1 --steps 300 --jit_compile \
       --against_plain_export
+  python -m electra_tf.benchmarks.steps --task infer --batch 1 --steps 300 --threads 1 \
+      --serving_dtype bfloat16
 
 The benchmark first measures the machine's matmul peak in the same run (a 2048^3 tf.matmul in
 float32, and in the step's half type under bf16 or fp16; `--nopeak` skips it) and adds
@@ -67,6 +69,9 @@ flags.DEFINE_bool("jit_compile", None, "Compile the train step with XLA (default
                   "GPU is present; on CPU it measured slower than TensorFlow's own kernels). "
                   "--task infer: time the export made with jit_compile (the forward pass "
                   "XLA-compiled in the signature).")
+flags.DEFINE_enum("serving_dtype", "float32", ["float32", "bfloat16"],
+                  "--task infer: the export's weights and matmuls (export_savedmodel "
+                  "--serving_dtype); bfloat16's fraction of peak is of the bfloat16 peak.")
 flags.DEFINE_integer("threads", 0, "TensorFlow intra-op threads (0: TensorFlow's default).")
 flags.DEFINE_multi_string("override", [], "Config overrides, section.key=value.")
 flags.DEFINE_enum("task", "pretrain", ["pretrain", "classify", "qa", "infer"],
@@ -128,8 +133,13 @@ def main(argv):
               "task": FLAGS.task, "size": FLAGS.size, "batch": FLAGS.batch, "seq": FLAGS.seq,
               "gradient_accumulation_steps": FLAGS.gradient_accumulation_steps,
               "precision": FLAGS.precision, "threads": FLAGS.threads or "default"}
+    matmul_dtype = MATMUL_DTYPES[FLAGS.precision]
+    if FLAGS.task == "infer":
+        record["serving_dtype"] = FLAGS.serving_dtype
+        if FLAGS.serving_dtype == "bfloat16":
+            matmul_dtype = "bfloat16"
     if FLAGS.peak:  # before the model exists, so nothing else competes for the cores
-        dtypes = dict.fromkeys(["float32", MATMUL_DTYPES[FLAGS.precision]])
+        dtypes = dict.fromkeys(["float32", matmul_dtype])
         peaks = {dtype: round(matmul_peak_gflops(dtype, FLAGS.peak_size), 1) for dtype in dtypes}
     if FLAGS.task == "pretrain":
         record.update(_pretrain(config, jit_compile))
@@ -143,7 +153,7 @@ def main(argv):
     if FLAGS.peak:
         record["peak_gflop_per_s"] = peaks
         record["fraction_of_peak"] = round(
-            record["model_gflop_per_s"] / peaks[MATMUL_DTYPES[FLAGS.precision]], 3)
+            record["model_gflop_per_s"] / peaks[matmul_dtype], 3)
     print(json.dumps(record))
 
 
@@ -378,13 +388,14 @@ def _infer(config, jit_compile):
     import tensorflow as tf
 
     from electra_tf.export.classifier import export_classifier
+    from electra_tf.export.precision import serving_copy
     from electra_tf.models.classifier import ElectraClassifier
 
     inputs = {k: tf.constant(v) for k, v in _pair_inputs(config.model.vocab_size).items()}
     flops = FLAGS.batch * FLAGS.seq * encoder_flops_per_token(config.model, FLAGS.seq)
 
     def serving_step(model, directory, jit_compile=jit_compile):
-        export_classifier(model, directory, task="benchmark", label_names=("a", "b", "c"),
+        export_classifier(serving_copy(model, FLAGS.serving_dtype), directory, task="benchmark", label_names=("a", "b", "c"),
                           with_examples=False, jit_compile=jit_compile)
         serve = tf.saved_model.load(directory).signatures["serving_default"]
         return lambda: serve(**inputs)["logits"].numpy()

@@ -43,8 +43,8 @@ def export_classifier(model, export_dir: str, *, task: str, label_names=None,
     archive.track(model)
 
     def forward(input_ids, input_mask, segment_ids):
-        result = model({"input_ids": input_ids, "input_mask": input_mask,
-                        "segment_ids": segment_ids}, training=False)
+        result = tf.cast(model({"input_ids": input_ids, "input_mask": input_mask,
+                                "segment_ids": segment_ids}, training=False), tf.float32)
         if model.regression:
             return {"predictions": result * (high - low) + low}
         return {"logits": result, "probabilities": tf.nn.softmax(result)}

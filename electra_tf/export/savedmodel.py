@@ -86,7 +86,8 @@ def export_discriminator(pretrainer, export_dir: str, *, with_examples: bool = T
         if pretrainer.discriminator is None:
             output = pretrainer.encoder(input_ids, input_mask, segment_ids, training=False)
             return {"sequence_output": tf.cast(output, tf.float32)}
-        logits = pretrainer.discriminator_logits(input_ids, input_mask, segment_ids)
+        logits = tf.cast(pretrainer.discriminator_logits(input_ids, input_mask, segment_ids),
+                         tf.float32)  # a bfloat16 export's (electra_tf.export.precision)
         return {"logits": logits, "probabilities": tf.sigmoid(logits)}
 
     outputs = checked_forward(forward, config, jit_compile)
@@ -142,12 +143,15 @@ def export_discriminator(pretrainer, export_dir: str, *, with_examples: bool = T
 def checked_forward(forward, config, jit_compile: bool):
     """`outputs(input_ids, input_mask, segment_ids)`: `forward` of the inputs behind
     `validated_inputs`' checks, `forward` XLA-compiled as one function when `jit_compile` (the
-    checks' Assert ops stay outside it: XLA cannot compile them)."""
+    checks' Assert ops stay outside it: XLA cannot compile them). Floating outputs are float32,
+    whatever the model computes in (`electra_tf.export.precision`)."""
     if jit_compile:
         forward = tf.function(forward, jit_compile=True, autograph=False)
 
     def outputs(input_ids, input_mask, segment_ids):
-        return forward(*validated_inputs(input_ids, input_mask, segment_ids, config))
+        result = forward(*validated_inputs(input_ids, input_mask, segment_ids, config))
+        return tf.nest.map_structure(
+            lambda t: tf.cast(t, tf.float32) if t.dtype.is_floating else t, result)
 
     return outputs
 

@@ -61,7 +61,7 @@ def export_tagger(model, export_dir: str, *, task: str, tag_names, with_examples
     archive.track(model)
 
     def forward(*inputs):
-        logits = model(dict(zip(INPUT_NAMES, inputs)), training=False)
+        logits = tf.cast(model(dict(zip(INPUT_NAMES, inputs)), training=False), tf.float32)
         return {"tag_ids": tf.argmax(logits, axis=-1, output_type=tf.int32),
                 "probabilities": tf.nn.softmax(logits), "logits": logits}
 

@@ -42,6 +42,11 @@ ROWS = {
     "serve_b1_intra1": ("the same, the server given --tensorflow_intra_op_parallelism=1",
                         ["--task", "infer", "--batch", "1", "--steps", "300", "--warmup", "20",
                          "--threads", "1", "--nopeak"], None, "latency"),
+    "serve_b1_bf16_intra1": ("the same, exported with --serving_dtype bfloat16, intra-op 1",
+                             ["--task", "infer", "--batch", "1", "--steps", "300", "--warmup",
+                              "20", "--threads", "1", "--nopeak", "--serving_dtype",
+                              "bfloat16"], None,
+                             "latency"),
     "serve_b1_xla": ("the same, exported with --jit_compile",
                      ["--task", "infer", "--batch", "1", "--steps", "300", "--warmup", "20",
                       "--jit_compile"], None, "latency"),
@@ -51,6 +56,9 @@ ROWS = {
     "serve_b32_intra1": ("the same, the server given --tensorflow_intra_op_parallelism=1",
                          ["--task", "infer", "--batch", "32", "--steps", "20", "--threads", "1",
                           "--nopeak"], None, "tokens_per_s"),
+    "serve_b32_bf16": ("the same, exported with --serving_dtype bfloat16",
+                       ["--task", "infer", "--batch", "32", "--steps", "20", "--serving_dtype",
+                        "bfloat16"], None, "tokens_per_s"),
 }
 
 

@@ -1,0 +1,51 @@
+"""The weights and arithmetic of an exported model: float32 (the default) or bfloat16.
+
+A bfloat16 export is the same model rebuilt under Keras' `"bfloat16"` dtype policy with its
+weights rounded to bfloat16: every matmul reads bfloat16 operands and writes bfloat16 results,
+while LayerNorm computes in float32 (as Keras does for half types) and the signatures still
+return float32 (the exporters cast the model's outputs before softmax or sigmoid). On CPUs with
+AMX (Intel Sapphire Rapids and later) TensorFlow's oneDNN kernels run these matmuls on the AMX
+tiles, two to three times as fast as float32 even for a single request's small products
+(docs/serving.md). With AVX-512 BF16 but no AMX (AMD Zen 4) batches gain about 1.3x and single
+requests nothing; without either, bfloat16 matmuls are emulated and slower. `mixed_bfloat16` is
+no substitute when serving: it casts every float32 weight on every request.
+
+The graph has the same core ops as the float32 export (bfloat16 kernels of MatMul, BiasAdd,
+Softmax, Erfc, ... are registered in TensorFlow's CPU build), so a stock model server loads it.
+Outputs differ from the float32 export by bfloat16 rounding (8 bits of mantissa): at most
+0.03-0.04 on the logits of a random ELECTRA-Small classifier at batch 1 and 32
+(tests/test_export_bfloat16.py states the tolerance).
+"""
+
+from __future__ import annotations
+
+import keras
+
+SERVING_DTYPES = ("float32", "bfloat16")
+
+
+def serving_copy(model, dtype: str):
+    """`model` itself for "float32"; for "bfloat16" a new model of the same class and config,
+    built under Keras' "bfloat16" policy, holding `model`'s weights rounded to bfloat16.
+
+    `model` is any electra_tf Keras model with `get_config`/`from_config` (the pretrainer,
+    classifier, question answerer, tagger); its weights are read now, so load them first.
+    """
+    if dtype not in SERVING_DTYPES:
+        raise ValueError(f"serving dtype {dtype!r} is not one of {', '.join(SERVING_DTYPES)}")
+    if dtype == "float32":
+        return model
+    config = {**model.get_config(), "dtype": dtype}
+    # Sublayers created in the constructor take the global policy, not the model's.
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(dtype)
+    try:
+        copy = type(model).from_config(config)
+    finally:
+        keras.config.set_dtype_policy(previous)
+    weights = model.get_weights()
+    if len(copy.weights) != len(weights):
+        raise ValueError(f"the bfloat16 copy of {model.name} has {len(copy.weights)} weights, "
+                         f"the model {len(weights)}: build the model before exporting it")
+    copy.set_weights(weights)  # each assignment casts to the variable's bfloat16
+    return copy
