@@ -2,6 +2,11 @@
 signatures keep their float32 outputs and core ops, the weights are stored in bfloat16, and the
 outputs are the float32 export's within bfloat16 rounding."""
 
+import os
+import subprocess
+import sys
+import textwrap
+
 import keras
 import numpy as np
 import pytest
@@ -10,7 +15,7 @@ import tensorflow as tf
 from electra_tf.export.precision import serving_copy
 from electra_tf.models.classifier import ElectraClassifier
 from tests.models.helpers import tiny_model_config
-from tests.test_export import op_report
+from tests.test_export import BLOCK_NON_TF_IMPORTS, op_report, padded_inputs
 from tests.test_export_xla import exporter_of, paired_outputs
 
 # bfloat16 keeps 8 bits of mantissa: each weight and each matmul result is off by up to 2^-9
@@ -64,3 +69,37 @@ def test_serving_copy_rounds_the_weights_and_leaves_float32_alone():
     with pytest.raises(ValueError, match="serving dtype 'float16' is not one of float32, "
                                          "bfloat16"):
         serving_copy(model, "float16")
+
+
+TENSORFLOW_ONLY = BLOCK_NON_TF_IMPORTS + textwrap.dedent("""
+    import numpy as np
+    import tensorflow as tf
+
+    export_dir, inputs_path, outputs_path = sys.argv[1:4]
+    inputs = dict(np.load(inputs_path))
+    out = tf.saved_model.load(export_dir).signatures["serving_default"](
+        **{name: tf.constant(value) for name, value in inputs.items()})
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
+    np.savez(outputs_path, loaded=np.array(loaded + ["-"]), logits=out["logits"].numpy())
+""")
+
+
+@pytest.mark.slow
+def test_bfloat16_export_runs_where_only_tensorflow_is(tmp_path):
+    """As a model server would load it: no keras, keras-hub or electra_tf in the process."""
+    export_dir = str(tmp_path / "classifier")
+    exporter_of("classifier")(export_dir, False, "bfloat16")
+    ids, mask, segments = padded_inputs([9, 4], 9, seed=5)
+    inputs = {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    (tmp_path / "serve.py").write_text(TENSORFLOW_ONLY)
+    result = subprocess.run(
+        [sys.executable, str(tmp_path / "serve.py"), export_dir, str(tmp_path / "inputs.npz"),
+         str(tmp_path / "outputs.npz")], capture_output=True, text=True, timeout=120,
+        cwd=tmp_path, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=""))
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = np.load(tmp_path / "outputs.npz")
+    assert list(out["loaded"]) == ["-"] and out["logits"].dtype == np.float32
+    expected = tf.saved_model.load(export_dir).signatures["serving_default"](
+        **{name: tf.constant(value) for name, value in inputs.items()})["logits"]
+    np.testing.assert_allclose(out["logits"], expected.numpy(), atol=1e-6, rtol=0)
