@@ -187,7 +187,8 @@ def _tokenizer_vocab(config_vocab_file: str, finetuned: bool) -> str | None:
     if not tf.io.gfile.exists(config_vocab_file):
         raise ExportCommandError(
             f"--with_tokenizer: the config's vocab_file {config_vocab_file} does not exist (was "
-            "the run moved?); give --vocab_file, or put vocab.txt in the run directory")
+            "the run moved?); give --vocab_file, or put "
+            f"{os.path.basename(config_vocab_file)} in the run directory")
     return config_vocab_file
 
 

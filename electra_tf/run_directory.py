@@ -168,9 +168,10 @@ def keras_hub_has_tokenizer(directory: str) -> bool:
 def vocab_file(directory: str, kind: str | None = None) -> str | None:
     """The vocabulary that came with a directory of `kind`, the first present of:
     <directory>/vocab.txt; for a pretraining or fine-tuning run, <directory>/data/vocab.txt (the
-    demo's), then run.vocab_file of its config.yaml (after the files in the directory: it may
-    be relative to another working directory); for a keras-hub preset, its tokenizer's
-    assets/tokenizer/vocabulary.txt. None when there is none."""
+    demo's), then a file in the directory named as run.vocab_file of its config.yaml (a run
+    moved with its SentencePiece `.model`, say), then run.vocab_file itself (after the files in
+    the directory: it may be relative to another working directory); for a keras-hub preset,
+    its tokenizer's assets/tokenizer/vocabulary.txt. None when there is none."""
     return next((c for c in _vocab_candidates(directory, kind) if c and tf.io.gfile.exists(c)),
                 None)
 
@@ -179,7 +180,10 @@ def _vocab_candidates(directory: str, kind: str | None):
     yield os.path.join(directory, VOCAB)
     if kind in (PRETRAINING, FINETUNING):
         yield os.path.join(demo_data_dir(directory), VOCAB)
-        yield configured_vocab_file(directory)  # read only when the files are not there
+        configured = configured_vocab_file(directory)  # read only when the files are not there
+        if configured:
+            yield os.path.join(directory, os.path.basename(configured))
+        yield configured
     elif kind == KERAS_HUB:
         yield os.path.join(directory, KERAS_HUB_VOCAB)
 

@@ -174,6 +174,13 @@ def test_the_vocabulary_in_the_directory_comes_before_the_configured_one(tmp_pat
     assert rd.locate(run).vocab_file() == os.path.join(run, "vocab.txt")
 
 
+def test_a_run_moved_with_its_sentencepiece_model_finds_it_beside_its_config(tmp_path):
+    run = pretraining_run(tmp_path / "run", vocab_file="/elsewhere/data/spm.model")
+    assert rd.vocab_file(run, rd.PRETRAINING) is None
+    (tmp_path / "run" / "spm.model").write_bytes(b"model")
+    assert rd.vocab_file(run, rd.PRETRAINING) == os.path.join(run, "spm.model")
+
+
 def test_a_missing_or_unreadable_configured_vocabulary_is_none(tmp_path):
     run = pretraining_run(tmp_path / "run", vocab_file=str(tmp_path / "gone.txt"))
     assert rd.vocab_file(run, rd.PRETRAINING) is None

@@ -54,8 +54,8 @@ def export_classifier(model, export_dir: str, *, task: str, label_names=None,
     add_id_endpoints(archive, outputs, with_examples)
     trackable = archive._tf_trackable  # ExportArchive has no public hook for extra objects
     if with_tokenizer:
-        text_to_inputs, trackable.vocab_file = _pair_preprocessor(
-            vocab_file, config, lower_case, max_seq_length)
+        text_to_inputs = _pair_preprocessor(trackable, vocab_file, config, lower_case,
+                                            max_seq_length)
         names = None if model.regression else tf.constant(list(label_names))
 
         def serve_text(text_a, text_b=None):
@@ -79,12 +79,13 @@ def export_classifier(model, export_dir: str, *, task: str, label_names=None,
     return export_dir
 
 
-def _pair_preprocessor(vocab_file, config, lower_case, max_seq_length):
-    """((text_a, text_b or None) -> int32 inputs [batch, longest], the vocabulary Asset)."""
+def _pair_preprocessor(trackable, vocab_file, config, lower_case, max_seq_length):
+    """(text_a, text_b or None) -> int32 inputs [batch, longest]; the tokenizer's files on
+    `trackable` (`load_text_tokenizer`)."""
     import keras_hub
 
-    ids, tokenizer, asset = load_text_tokenizer(vocab_file, config, lower_case, None,
-                                                max_seq_length, shortest=3)
+    ids, tokenizer = load_text_tokenizer(trackable, vocab_file, config, lower_case, None,
+                                         max_seq_length, shortest=3)
     # Round-robin trimming keeps the same tokens as the original's longest-first truncation
     # (the longer side loses one token at a time; on a tie the second segment).
     packer = keras_hub.layers.MultiSegmentPacker(
@@ -102,4 +103,4 @@ def _pair_preprocessor(vocab_file, config, lower_case, max_seq_length):
         input_mask = tf.sequence_mask(lengths, longest, dtype=tf.int32)
         return input_ids[:, :longest], input_mask, segment_ids[:, :longest]
 
-    return text_to_inputs, asset
+    return text_to_inputs

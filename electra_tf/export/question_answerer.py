@@ -57,8 +57,9 @@ def export_question_answerer(model, export_dir: str, *, task: str, with_examples
         if max_seq_length < max_query_length + 4:
             raise ValueError(f"max_seq_length {max_seq_length} leaves no context after a "
                              f"{max_query_length}-token question")
-        ids, tokenizer, trackable.vocab_file = load_text_tokenizer(
-            vocab_file, config, lower_case, None, max_seq_length, shortest=4)
+        # serve_text maps answers back to the context through WordPiece's offsets
+        ids, tokenizer = load_text_tokenizer(trackable, vocab_file, config, lower_case, None,
+                                             max_seq_length, shortest=4, sentencepiece=False)
 
         def serve_text(question, context):
             window = _window(question, context, tokenizer, ids, max_seq_length, max_query_length)

@@ -114,10 +114,11 @@ def export_discriminator(pretrainer, export_dir: str, *, with_examples: bool = T
             input_signature=[tf.TensorSpec([None, None], tf.int32, name=name)
                              for name in INPUT_NAMES])
 
-    vocab_asset = None
     if with_tokenizer:
-        text_to_inputs, vocab_asset = _text_preprocessor(
-            vocab_file, config, lower_case, strip_accents, max_seq_length)
+        # ExportArchive has no public hook for plain assets: the vocabulary (and a SentencePiece
+        # tokenizer) are attached to the object it saves; `loaded.vocab_file` is the Asset.
+        text_to_inputs = _text_preprocessor(archive._tf_trackable, vocab_file, config,
+                                            lower_case, strip_accents, max_seq_length)
 
         def from_text(function):
             def serve(text):
@@ -132,10 +133,6 @@ def export_discriminator(pretrainer, export_dir: str, *, with_examples: bool = T
         if with_embeddings:
             archive.add_endpoint(TEXT_EMBEDDINGS_SIGNATURE, from_text(embeddings),
                                  input_signature=text_spec)
-    if vocab_asset is not None:
-        # ExportArchive has no public hook for plain assets: attach the Asset to the object it
-        # saves, so `assets/` holds the vocabulary and `loaded.vocab_file` points at it.
-        archive._tf_trackable.vocab_file = vocab_asset
     archive.write_out(export_dir, verbose=False)
     return export_dir
 
@@ -214,33 +211,44 @@ def parse_examples(examples):
                      for name in INPUT_NAMES)
 
 
-def load_text_tokenizer(vocab_file, config, lower_case, strip_accents, max_seq_length,
-                        shortest=2):
-    """(special ids, in-graph tokenizer, the vocabulary as a SavedModel Asset) for a text
-    signature, after checking the vocabulary fits the model and max_seq_length the positions."""
+def load_text_tokenizer(trackable, vocab_file, config, lower_case, strip_accents,
+                        max_seq_length, shortest=2, sentencepiece=True):
+    """(special ids, in-graph tokenizer) for a text signature, after checking the vocabulary
+    fits the model and max_seq_length the positions. The vocabulary becomes a SavedModel Asset,
+    `trackable.vocab_file` (`loaded.vocab_file` once loaded); a SentencePiece model's tokenizer
+    (a `.model` vocab_file, `electra_tf.text.vocab_files`) is tracked as
+    `trackable.sentencepiece`, which stores the model in the SavedModel. `sentencepiece=False`:
+    a signature that needs WordPiece's offsets refuses a SentencePiece model."""
     # lazy: keras-hub and tensorflow-text load only for a SavedModel that tokenizes text
-    from electra_tf.text.tokenization import load_vocabulary, make_tokenizer, special_ids
+    from electra_tf.text import vocab_files
 
     if not vocab_file:
-        raise ExportError("with_tokenizer needs a vocab_file (the vocab.txt the model was "
-                          "trained with)")
+        raise ExportError("with_tokenizer needs a vocab_file (the vocab.txt or SentencePiece "
+                          ".model the model was trained with)")
     if not shortest <= max_seq_length <= config.max_position_embeddings:
         raise ExportError(f"max_seq_length must be in [{shortest}, "
                           f"{config.max_position_embeddings}] (model.max_position_embeddings), "
                           f"got {max_seq_length}")
-    vocabulary = load_vocabulary(vocab_file)
-    if len(vocabulary) > config.vocab_size:
-        raise ExportError(f"{vocab_file} has {len(vocabulary)} tokens, more than the model's "
+    is_sentencepiece = vocab_files.is_sentencepiece(vocab_file)
+    if is_sentencepiece and not sentencepiece:
+        raise ExportError(f"this serve_text tokenizes with WordPiece and needs a vocab.txt, not "
+                          f"the SentencePiece model {vocab_file}; export without with_tokenizer")
+    size = len(vocab_files.load_tokens(vocab_file))
+    if size > config.vocab_size:
+        raise ExportError(f"{vocab_file} has {size} tokens, more than the model's "
                           f"vocab_size {config.vocab_size}: not the model's vocabulary")
-    tokenizer = make_tokenizer(vocabulary, lower_case=lower_case, strip_accents=strip_accents)
-    return (special_ids(vocabulary, source=vocab_file), tokenizer,
-            tf.saved_model.Asset(os.path.abspath(vocab_file)))
+    tokenizer = vocab_files.make_file_tokenizer(vocab_file, lower_case=lower_case,
+                                                strip_accents=strip_accents)
+    trackable.vocab_file = tf.saved_model.Asset(os.path.abspath(vocab_file))
+    if is_sentencepiece:
+        trackable.sentencepiece = tokenizer
+    return vocab_files.load_special_ids(vocab_file), tokenizer
 
 
-def _text_preprocessor(vocab_file, config, lower_case, strip_accents, max_seq_length):
-    """(texts [batch] -> int32 inputs [batch, longest], the vocabulary as a SavedModel Asset)."""
-    ids, tokenizer, asset = load_text_tokenizer(vocab_file, config, lower_case, strip_accents,
-                                                max_seq_length)
+def _text_preprocessor(trackable, vocab_file, config, lower_case, strip_accents, max_seq_length):
+    """texts [batch] -> int32 inputs [batch, longest]; the tokenizer's files on `trackable`."""
+    ids, tokenizer = load_text_tokenizer(trackable, vocab_file, config, lower_case, strip_accents,
+                                         max_seq_length)
 
     def text_to_inputs(text):
         tokens = tokenizer(text)[:, :max_seq_length - 2]  # ragged int32 [batch, (n)]
@@ -250,4 +258,4 @@ def _text_preprocessor(vocab_file, config, lower_case, strip_accents, max_seq_le
         input_mask = tf.ones_like(sequences).to_tensor(default_value=0)
         return input_ids, input_mask, tf.zeros_like(input_ids)
 
-    return text_to_inputs, asset
+    return text_to_inputs

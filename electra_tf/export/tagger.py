@@ -70,8 +70,8 @@ def export_tagger(model, export_dir: str, *, task: str, tag_names, with_examples
     add_id_endpoints(archive, outputs, with_examples)
     trackable = archive._tf_trackable  # ExportArchive has no public hook for extra objects
     if with_tokenizer:
-        text_to_features, trackable.vocab_file = _sentence_featurizer(
-            vocab_file, config, lower_case, max_seq_length)
+        text_to_features = _sentence_featurizer(trackable, vocab_file, config, lower_case,
+                                                max_seq_length)
         names = tf.constant(tag_names)
 
         def serve_text(text):
@@ -111,10 +111,11 @@ def kept_words(piece_counts, max_seq_length: int):
     return counts.with_flat_values(keep), counts.with_flat_values(before + 1)
 
 
-def _sentence_featurizer(vocab_file, config, lower_case, max_seq_length):
-    """(sentences [batch] -> the model inputs and each word's truncation, the vocabulary Asset)."""
-    ids, tokenizer, asset = load_text_tokenizer(vocab_file, config, lower_case, None,
-                                                max_seq_length)
+def _sentence_featurizer(trackable, vocab_file, config, lower_case, max_seq_length):
+    """sentences [batch] -> the model inputs and each word's truncation; the tokenizer's files
+    on `trackable` (`load_text_tokenizer`)."""
+    ids, tokenizer = load_text_tokenizer(trackable, vocab_file, config, lower_case, None,
+                                         max_seq_length)
 
     def text_to_features(text):
         words = tf.strings.split(text)  # ragged string [batch, (words)], on ASCII whitespace
@@ -137,7 +138,7 @@ def _sentence_featurizer(vocab_file, config, lower_case, max_seq_length):
                 "input_mask": input_mask, "segment_ids": input_mask,
                 "words": words, "keep": keep, "positions": positions}
 
-    return text_to_features, asset
+    return text_to_features
 
 
 def _word_tags(features, token_outputs, names):

@@ -27,7 +27,6 @@ from electra_tf.config import FinetuneConfig, check_accumulation
 from electra_tf.finetuning import kinds
 from electra_tf.finetuning.common import FinetuneError, TaskJob
 from electra_tf.finetuning.source import EncoderSource, restore_encoder
-from electra_tf.text import vocab_files
 from electra_tf.training import callbacks, loop
 from electra_tf.training.optimizer import create_optimizer
 
@@ -254,10 +253,6 @@ def finetune(task, config: FinetuneConfig, model_dir: str, *,
     if not vocab_file:
         raise FinetuneError("no vocabulary: the init checkpoint has none beside it; give "
                             "--vocab_file (finetune.vocab_file)")
-    if with_tokenizer and export and vocab_files.is_sentencepiece(vocab_file):
-        raise FinetuneError(f"--with_tokenizer needs a WordPiece vocab.txt: the serve_text "
-                            f"signature cannot tokenize with a SentencePiece model yet "
-                            f"({vocab_file}); export without it")
     config = dataclasses.replace(
         config, finetune=dataclasses.replace(config.finetune, vocab_file=vocab_file)).validate()
     strategy = strategy or tf.distribute.get_strategy()

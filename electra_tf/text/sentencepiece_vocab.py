@@ -92,14 +92,16 @@ def make_sentencepiece_tokenizer(model: bytes) -> "SentencePieceTokenizer":
     return SentencePieceTokenizer(model)
 
 
-class SentencePieceTokenizer:
+class SentencePieceTokenizer(tf.Module):
     """tensorflow-text's `SentencepieceTokenizer`, callable like the WordPiece tokenizer
     (`tokenization.make_tokenizer`): strings [n] -> ragged int32 ids [n, (pieces)], in a graph
-    or eagerly."""
+    or eagerly. A tf.Module: attached to an object that a SavedModel saves, it stores the model
+    in the SavedModel, so that a loaded signature tokenizes without the file."""
 
     def __init__(self, model: bytes):
         import tensorflow_text as tf_text
 
+        super().__init__(name="sentencepiece")
         self._tokenizer = tf_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
 
     def tokenize(self, texts):

@@ -41,6 +41,15 @@ def multilingual_lines(count, seed):
     return [" ".join(phrase() for _ in range(rng.randint(3, 14))) for _ in range(count)]
 
 
+def learned_model(directory):
+    """(path, size, `sentencepiece` processor) of a unigram model learned into `directory` from
+    3,000 multilingual lines, every character covered."""
+    path = str(directory / "spm.model")
+    size = learn_sentencepiece(multilingual_lines(3000, seed=0), 1200, path,
+                               character_coverage=1.0)
+    return path, size, sentencepiece.SentencePieceProcessor(model_file=path)
+
+
 @pytest.fixture(scope="module", params=["unigram", "bpe"])
 def model_file(request, tmp_path_factory):
     path = tmp_path_factory.mktemp(request.param) / f"{request.param}.model"
