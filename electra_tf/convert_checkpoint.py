@@ -16,7 +16,10 @@ output is a keras-hub preset: the discriminator as an `ElectraBackbone` (keras-h
 the tanh GELU and has an untrained pooler; see electra_tf/convert/keras_hub.py for what that
 costs) and, when the vocabulary is known, an `ElectraTokenizer` over it, so
 `keras_hub.models.ElectraTokenizer.from_preset(dir)` and `ElectraBackbone.from_preset(dir)` load it.
-The vocabulary is --vocab_file, else the input's own (see the flag). A fine-tuning run's
+The vocabulary is --vocab_file, else the input's own (see the flag). A SentencePiece model
+(`.model`) is copied under its own name, and a Hugging Face output gets a fast tokenizer over it
+(tokenizer.json; `AutoTokenizer.from_pretrained` loads it; electra_tf/convert/hf_sentencepiece.py);
+keras-hub's tokenizer is WordPiece only, so --to keras_hub refuses one. A fine-tuning run's
 classifier (`--from electra_tf --input runs/small_sst2 --to keras_hub`, one trial) becomes a whole
 preset of `electra_tf.keras_hub_tasks.ElectraTextClassifier`: backbone, tokenizer, head and
 preprocessor, which `keras_hub.models.TextClassifier.from_preset` loads once
@@ -48,8 +51,9 @@ flags.DEFINE_string("input", None, "google: TF1 checkpoint prefix or directory; 
                     "ElectraBackbone preset directory (save_to_preset).")
 flags.DEFINE_string("generator", None, "hf: the ElectraForMaskedLM directory of the generator.")
 flags.DEFINE_string("output_dir", None, "Where to write the converted model.")
-flags.DEFINE_string("vocab_file", None, "vocab.txt to copy beside the output; keras_hub output: "
-                    "also the preset's tokenizer. Default: the input's own, the first present "
+flags.DEFINE_string("vocab_file", None, "vocab.txt (or a SentencePiece .model) to copy beside "
+                    "the output; keras_hub output: also the preset's tokenizer (WordPiece only); "
+                    "hf output with a .model: a tokenizer.json that AutoTokenizer loads. Default: the input's own, the first present "
                     "of <input>/vocab.txt; electra_tf: <input>/data/vocab.txt (the demo's), "
                     "run.vocab_file of its config.yaml; keras_hub: the preset's "
                     "assets/tokenizer/vocabulary.txt.")
@@ -103,6 +107,15 @@ def _tokenizer_line(tokenizer, vocab_file: str | None) -> str:
             f"{vocab_file}, {casing} (--lower_case / --nolower_case to choose)")
 
 
+def _copy_name(vocab_file: str) -> str:
+    """The vocabulary's name in an output: vocab.txt, or a SentencePiece model's own name."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
+    from electra_tf import run_directory
+    from electra_tf.text.vocab_files import is_sentencepiece
+
+    return os.path.basename(vocab_file) if is_sentencepiece(vocab_file) else run_directory.VOCAB
+
+
 def load_electra_tf(path: str):
     """A pretrainer from a run directory or a converted output (config.yaml + checkpoints/)."""
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
@@ -118,20 +131,21 @@ def load_electra_tf(path: str):
 
 def write_electra_tf(pretrainer, output_dir: str, vocab_file: str | None) -> str:
     """checkpoints/ckpt-0 (weights by Keras path) and config.yaml under output_dir, the config
-    naming output_dir/vocab.txt when there is a vocabulary (main copies it there)."""
+    naming the vocabulary's copy in output_dir when there is one (main copies it there)."""
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf import run_directory
-    from electra_tf.text.tokenization import load_vocabulary, special_ids
+    from electra_tf.text.vocab_files import load_special_ids
     from electra_tf.training.checkpointing import save_weights
 
     objective = pretrainer.objective
     run = RunConfig(max_seq_length=min(RunConfig.max_seq_length,
                                        pretrainer.model_config.max_position_embeddings))
     if vocab_file:
-        ids = special_ids(load_vocabulary(vocab_file), source=vocab_file)
+        ids = load_special_ids(vocab_file)
         objective = dataclasses.replace(objective, pad_token_id=ids.pad, cls_token_id=ids.cls,
                                         sep_token_id=ids.sep, mask_token_id=ids.mask)
-        run = dataclasses.replace(run, vocab_file=os.path.join(output_dir, run_directory.VOCAB))
+        run = dataclasses.replace(run, vocab_file=os.path.join(output_dir,
+                                                               _copy_name(vocab_file)))
     config = ElectraConfig(model=pretrainer.model_config, objective=objective, run=run)
     path = save_weights(pretrainer, run_directory.checkpoints_dir(output_dir))
     run_directory.write_config(output_dir, config)
@@ -181,16 +195,23 @@ def main(argv):
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf import run_directory
     from electra_tf.convert import ConversionError, hf
+    from electra_tf.convert.hf_sentencepiece import write_hf_sentencepiece_tokenizer
+    from electra_tf.text import vocab_files
 
     source, output_dir = getattr(FLAGS, "from"), FLAGS.output_dir
     if (source == "electra_tf" and FLAGS.to == "keras_hub"
             and os.path.exists(os.path.join(FLAGS.input, run_directory.TASK_CARD))):
         return _fine_tuned_to_keras_hub(FLAGS.input, output_dir)
     vocab_file = FLAGS.vocab_file or _input_vocab_file(source, FLAGS.input)
+    sentencepiece = bool(vocab_file) and vocab_files.is_sentencepiece(vocab_file)
     tokenizer = None
     try:
         if os.path.isdir(output_dir) and os.listdir(output_dir) and not FLAGS.overwrite:
             raise ConversionError(f"{output_dir} is not empty (use --overwrite to write into it)")
+        if sentencepiece and FLAGS.to == "keras_hub":
+            raise ConversionError(f"{vocab_file} is a SentencePiece model, and keras-hub's "
+                                  f"ElectraTokenizer is WordPiece only: convert --to hf or "
+                                  f"electra_tf, or give a vocab.txt")
         pretrainer, has_generator = _load(source, FLAGS.input)
         os.makedirs(output_dir, exist_ok=True)
         if FLAGS.to == "keras_hub":
@@ -210,7 +231,11 @@ def main(argv):
             for directory in ([output_dir] if FLAGS.to != "hf" else
                               [d for d in run_directory.hf_output_dirs(output_dir)
                                if os.path.isdir(d)]):
-                shutil.copyfile(vocab_file, os.path.join(directory, run_directory.VOCAB))
+                if sentencepiece and FLAGS.to == "hf":  # ElectraTokenizer is WordPiece only
+                    write_hf_sentencepiece_tokenizer(
+                        vocab_file, directory, pretrainer.model_config.max_position_embeddings)
+                else:
+                    shutil.copyfile(vocab_file, os.path.join(directory, _copy_name(vocab_file)))
     except (UserError, OSError) as e:
         sys.exit(f"error: {e}")
     config = pretrainer.model_config
