@@ -23,6 +23,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.text.vocab_files import SENTENCEPIECE_WORD_START
+
 NULL_THRESHOLD = -2.75  # the original's qa_na_threshold for v2.0 test predictions
 NO_WINDOW_NULL_ODDS = 1000000.0  # the original's initial "minimum" null score
 PREDICTION_FILES = {"predictions": "predictions.json",
@@ -133,6 +135,31 @@ def get_final_text(pred_text: str, orig_text: str, lower_case: bool = True) -> s
     return orig_text[orig_start:orig_end + 1]
 
 
+def get_final_text_of_pieces(pred_text: str, orig_text: str) -> str:
+    """The part of `orig_text` (original words) that `pred_text`, the text of SentencePiece
+    pieces, covers: the two are aligned character by character after removing whitespace,
+    `orig_text` NFKC-normalized and case-folded one character at a time (the normalization of
+    the project's SentencePiece models; a cased model's pieces are case-folded the same way),
+    so one original character may stand for several normalized ones ("ﬁ" -> "fi"). When the
+    prediction is not found (an [UNK] piece, say), `orig_text` is returned whole."""
+    normalized, origins = [], []
+    for index, char in enumerate(orig_text):
+        for piece_char in unicodedata.normalize("NFKC", char).casefold():
+            if not piece_char.isspace():
+                normalized.append(piece_char)
+                origins.append(index)
+    target = "".join(unicodedata.normalize("NFKC", pred_text).casefold().split())
+    start = "".join(normalized).find(target) if target else -1
+    if start == -1:
+        return orig_text
+    return orig_text[origins[start]:origins[start + len(target) - 1] + 1]
+
+
+def detokenize_pieces(pieces: Sequence[str]) -> str:
+    """SentencePiece pieces -> text: "▁" starts a word, whitespace collapsed."""
+    return " ".join("".join(pieces).replace(SENTENCEPIECE_WORD_START, " ").split())
+
+
 def detokenize(tokens: Sequence[str]) -> str:
     """WordPiece tokens -> text: "##" continuations joined to their word, whitespace collapsed."""
     text = " ".join(tokens).replace(" ##", "").replace("##", "")
@@ -173,12 +200,14 @@ def _softmax(scores: list[float]) -> list[float]:
 
 def decode_example(example, features: Sequence, results: Sequence[RawResult] | Mapping,
                    *, n_best_size: int = 20, max_answer_length: int = 30,
-                   lower_case: bool = True) -> tuple[str, list[dict], float]:
+                   lower_case: bool = True,
+                   sentencepiece: bool = False) -> tuple[str, list[dict], float]:
     """(best answer, n-best list, null odds) of one example.
 
     Args:
       example: the SquadExample (its `doc_tokens` give the original text).
-      features: the example's windows (SquadFeatures, with `tokens`).
+      features: the example's windows (SquadFeatures, with `tokens`: WordPiece tokens, or
+        SentencePiece pieces when `sentencepiece`).
       results: their RawResults, in the same order, or a mapping unique_id -> RawResult.
     Returns:
       best: the best non-empty n-best text ("empty" if no span survived the filters);
@@ -201,8 +230,10 @@ def decode_example(example, features: Sequence, results: Sequence[RawResult] | M
         feature = features[candidate.window]
         first_word = feature.token_to_orig_map[candidate.start]
         last_word = feature.token_to_orig_map[candidate.end]
-        text = get_final_text(detokenize(feature.tokens[candidate.start:candidate.end + 1]),
-                              " ".join(example.doc_tokens[first_word:last_word + 1]), lower_case)
+        tokens = feature.tokens[candidate.start:candidate.end + 1]
+        orig_text = " ".join(example.doc_tokens[first_word:last_word + 1])
+        text = (get_final_text_of_pieces(detokenize_pieces(tokens), orig_text) if sentencepiece
+                else get_final_text(detokenize(tokens), orig_text, lower_case))
         if text in seen:
             continue
         seen.add(text)

@@ -120,7 +120,8 @@ def predict_examples(model, examples, featurizer: QAFeaturizer, batch_size: int,
         for index, example in enumerate(chunk, start=first):
             text, entries, odds = decode_example(
                 example, by_example[index], results, n_best_size=n_best_size,
-                max_answer_length=max_answer_length, lower_case=lower_case)
+                max_answer_length=max_answer_length, lower_case=lower_case,
+                sentencepiece=featurizer.sentencepiece)
             predictions[example.qas_id], nbest[example.qas_id] = text, entries
             null_odds[example.qas_id] = odds
         first += len(chunk)

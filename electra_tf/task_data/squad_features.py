@@ -32,6 +32,8 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.task_data.squad import SquadDataError, SquadExample
+from electra_tf.text import vocab_files
+from electra_tf.text.sentencepiece_vocab import load_sentencepiece
 from electra_tf.text.tokenization import load_vocabulary, make_tokenizer, special_ids
 
 CHUNK_EXAMPLES = 256
@@ -157,10 +159,24 @@ class QAFeaturizer:
                 f"doc_stride {doc_stride} must be between 1 and the context window of "
                 f"{smallest_window} tokens (max_seq_length {max_seq_length} - max_query_length "
                 f"{max_query_length} - 3)")
-        self.vocabulary = (load_vocabulary(vocabulary) if isinstance(vocabulary, str)
-                           else list(vocabulary))
-        self.special = special_ids(self.vocabulary)
-        self.tokenizer = make_tokenizer(self.vocabulary, lower_case=lower_case)
+        # A SentencePiece model (a ".model" path) tokenizes each context word alone, as WordPiece
+        # does; its pieces carry "▁" where a word starts (`squad_decoding` maps them back).
+        self.sentencepiece = isinstance(vocabulary, str) and vocab_files.is_sentencepiece(
+            vocabulary)
+        if self.sentencepiece:
+            # The library itself, in Python: featurization runs on the host, also between
+            # training epochs, after Keras' clear_session has dropped TensorFlow's kernels
+            # (and with them tensorflow-text's SentencePiece resource).
+            import sentencepiece
+
+            model, self.special = load_sentencepiece(vocabulary)
+            self.tokenizer = sentencepiece.SentencePieceProcessor(model_proto=model).encode
+            self.vocabulary = vocab_files.load_tokens(vocabulary)
+        else:
+            self.vocabulary = (load_vocabulary(vocabulary) if isinstance(vocabulary, str)
+                               else list(vocabulary))
+            self.special = special_ids(self.vocabulary)
+            self.tokenizer = make_tokenizer(self.vocabulary, lower_case=lower_case)
         self.max_seq_length = max_seq_length
         self.doc_stride = doc_stride
         self.max_query_length = max_query_length
@@ -168,10 +184,13 @@ class QAFeaturizer:
         self._word_ids: dict[str, list[int]] = {}  # word -> WordPiece ids, across chunks
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
-        """WordPiece ids of every text, in one tokenizer call."""
+        """WordPiece (or SentencePiece) ids of every text, in one tokenizer call."""
         if not texts:
             return []
-        ids = self.tokenizer(tf.constant([clean_text(t) for t in texts], tf.string))
+        texts = [clean_text(t) for t in texts]
+        if self.sentencepiece:
+            return self.tokenizer(texts)
+        ids = self.tokenizer(tf.constant(texts, tf.string))
         return ids if isinstance(ids, list) else ids.to_list()
 
     def featurize(self, examples: Iterable[SquadExample], is_training: bool,

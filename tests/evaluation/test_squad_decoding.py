@@ -8,7 +8,8 @@ import pytest
 from electra_tf.task_data.squad import read_squad
 from electra_tf.task_data.squad_features import QAFeaturizer, SquadFeature
 from electra_tf.evaluation.squad_decoding import (RawResult, apply_null_threshold, basic_tokenize,
-                                                  decode_example, detokenize, get_final_text,
+                                                  decode_example, detokenize, detokenize_pieces,
+                                                  get_final_text, get_final_text_of_pieces,
                                                   write_prediction_files)
 
 DOC = ["Steve", "Smith's", "car", "is", "red."]
@@ -176,3 +177,22 @@ def test_null_threshold():
     assert apply_null_threshold(predictions, null_odds) == {"a": "x", "b": "y", "c": "", "d": "w"}
     assert apply_null_threshold(predictions, null_odds, threshold=-5.0) == {
         "a": "", "b": "", "c": "", "d": "w"}
+
+
+@pytest.mark.parametrize("pred, orig, expected", [
+    ("steve smith", "Steve Smith's", "Steve Smith"),  # case folded; the "'s" left out
+    ("smith's", "Smith's,", "Smith's"),  # punctuation inside a piece, none split off
+    ("café", "CAFÉ!", "CAFÉ"),  # accents kept, as SentencePiece keeps them
+    ("fine", "ﬁne.", "ﬁne"),  # NFKC: one original character, two normalized ones
+    ("abc 12", "ＡＢＣ １２３", "ＡＢＣ １２"),  # full-width forms
+    ("你好", "说你好吧", "你好"),  # no spaces: a part of one "word"
+    ("[UNK] car", "Steve's car", "Steve's car"),  # not found: the words whole
+    ("", "Steve", "Steve"),
+])
+def test_sentencepiece_answers_map_back_to_the_original_characters(pred, orig, expected):
+    assert get_final_text_of_pieces(pred, orig) == expected
+
+
+def test_sentencepiece_pieces_join_at_word_starts():
+    assert detokenize_pieces(["\u2581steve", "\u2581sm", "ith", "'", "s"]) == "steve smith's"
+    assert detokenize_pieces(["\u2581", "你好", "\u2581世界"]) == "你好 世界"

@@ -1,7 +1,8 @@
 """Fine-tuning with a SentencePiece model as the vocabulary: classification pairs and the
 tagging first-piece rule get the `sentencepiece` library's ids; a CSV classifier and a CoNLL
 tagger train from scratch with it (the classifier's export tokenizes raw text with it); SQuAD
-refuses it in one line, before training."""
+windows hold the library's pieces of each word, and answers decode to the original
+characters."""
 
 import glob
 import json
@@ -11,11 +12,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from electra_tf.evaluation.squad_decoding import RawResult, decode_example
 from electra_tf.task_data.classification_data import Example
 from electra_tf.task_data.classification_features import LabelSpace, featurize
+from electra_tf.task_data.squad_features import QAFeaturizer
 from electra_tf.task_data.tagging import TaggedSentence, TagSpace, featurize_tagging
 from electra_tf.text.vocab_files import load_special_ids, make_file_tokenizer
 from tests.run_helpers import run_in_process
+from tests.task_data.test_squad_features import examples as squad_examples
 from tests.text.test_sentencepiece_vocab import learned_model, multilingual_lines
 
 CLS, SEP = 2, 3
@@ -106,8 +110,30 @@ def test_a_tagger_trains_from_a_sentencepiece_vocabulary(spm, tmp_path):
     assert "dev dev f1:" in result.stdout
 
 
+def test_squad_windows_have_the_librarys_pieces_and_decode_to_the_original_text(spm):
+    path, _, processor = spm
+    context = "Dr. Café Smith's ﬁne party 你好世界 began in 1895."
+    answer = "Café Smith's ﬁne"
+    (example,) = squad_examples((context, "who hosted?", [(answer, context.index(answer))],
+                                 False))
+    featurizer = QAFeaturizer(path, max_seq_length=64, doc_stride=16, max_query_length=8)
+    (feature,) = featurizer.featurize([example], is_training=True)
+    question = processor.encode("who hosted?")[:8]
+    pieces = [processor.encode(word) for word in context.split()]  # each word alone
+    expected = [CLS, *question, SEP, *(i for word in pieces for i in word), SEP]
+    assert feature.input_ids[:len(expected)].tolist() == expected
+    first = len(question) + 2 + len(pieces[0])  # "Café" follows "Dr."
+    last = first + sum(map(len, pieces[1:4])) - 1
+    assert (feature.start_position, feature.end_position) == (first, last)
+    # The gold span decodes to the original characters, capitals, accent and ligature kept.
+    raw = RawResult(feature.unique_id, np.array([first]), np.array([0.0], np.float32),
+                    np.array([[last]]), np.array([[0.0]], np.float32), 0.0)
+    best, _, _ = decode_example(example, [feature], [raw], sentencepiece=True)
+    assert best == answer
+
+
 @pytest.mark.slow
-def test_squad_refuses_a_sentencepiece_vocabulary_in_one_line(spm, tmp_path):
+def test_a_question_answerer_trains_from_a_sentencepiece_vocabulary(spm, tmp_path):
     from tests.test_run_finetuning import write_squad_files
 
     path, size, _ = spm
@@ -115,9 +141,14 @@ def test_squad_refuses_a_sentencepiece_vocabulary_in_one_line(spm, tmp_path):
     result = run_in_process(["--task", "squad/v1.1", "--data_dir", str(data), "--vocab_file", path,
                              "--override", f"model.vocab_size={size}", *TINY_MODEL, *SMALL_RUN,
                              "--override", "qa.max_query_length=8", "--override", "qa.doc_stride=8",
-                             "--model_dir", str(tmp_path / "qa")],
+                             "--override", "qa.beam_size=8", "--model_dir", str(tmp_path / "qa")],
                             module="electra_tf.run_finetuning")
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert result.returncode != 0 and "Traceback" not in result.stderr, result.stderr[-3000:]
-    assert len(errors) == 1 and "is a SentencePiece model, and this step takes a WordPiece" in \
-        errors[0]
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "dev dev f1:" in result.stdout
+    predictions = json.loads((tmp_path / "qa" / "predictions" / "dev" /
+                              "predictions.json").read_text())
+    contexts = {qa["id"]: paragraph["context"] for paragraph in json.loads(
+        (data / "dev.json").read_text())["data"][0]["paragraphs"] for qa in paragraph["qas"]}
+    # Every answer is a piece of its own context's original text.
+    assert len(predictions) == 24 and all(text in contexts[qid] for qid, text in
+                                          predictions.items())
