@@ -1,7 +1,7 @@
 """serve_text with a SentencePiece model as the vocabulary: the discriminator, a sentence-pair
 classifier and a tagger tokenize raw text in the graph to the `sentencepiece` library's ids, the
 model file travels inside the SavedModel (a process with only TensorFlow and tensorflow-text
-loads it after the file is gone), and the question answerer refuses it in one line."""
+loads it after the file is gone), and the question answerer answers with whole words."""
 
 import os
 import shutil
@@ -14,14 +14,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from electra_tf.export import question_answerer
 from electra_tf.export.classifier import export_classifier
 from electra_tf.export.question_answerer import export_question_answerer
-from electra_tf.export.savedmodel import ExportError, export_discriminator
+from electra_tf.export.savedmodel import export_discriminator
 from electra_tf.export.tagger import export_tagger
 from electra_tf.models import ElectraPretrainer
 from electra_tf.models.classifier import ElectraClassifier
 from electra_tf.models.question_answerer import ElectraQuestionAnswerer
 from electra_tf.models.tagger import ElectraTagger
+from electra_tf.text.vocab_files import load_special_ids, make_file_tokenizer
 from tests.models.helpers import objective, tiny_model_config
 from tests.test_export import BLOCK_NON_TF_IMPORTS
 from tests.text.test_sentencepiece_vocab import learned_model, multilingual_lines
@@ -106,13 +108,26 @@ def test_tagger_serve_text_tags_words_by_their_first_piece(spm, tmp_path):
     assert len(out["tags"].numpy()[0]) == len(words)
 
 
-def test_question_answerer_refuses_a_sentencepiece_model(spm, tmp_path):
-    path, size, _ = spm
+def test_question_answerer_serve_text_answers_with_whole_words(spm, tmp_path):
+    path, size, processor = spm
     model = ElectraQuestionAnswerer(_config(size), beam_size=3)
-    with pytest.raises(ExportError, match="needs a vocab.txt, not the SentencePiece model"):
-        export_question_answerer(model, str(tmp_path / "qa"), task="squad/v1.1",
-                                 with_tokenizer=True, vocab_file=path, max_seq_length=64,
-                                 max_query_length=16)
+    export_dir = export_question_answerer(model, str(tmp_path / "qa"), task="squad/v1.1",
+                                          with_tokenizer=True, vocab_file=path,
+                                          max_seq_length=64, max_query_length=16)
+    question, context = "who hosted?", "Dr. Café Smith's ﬁne party, 你好世界 in 1895."
+    out = tf.saved_model.load(export_dir).signatures["serve_text"](
+        question=tf.constant([question]), context=tf.constant([context]))
+    # A random model's best span, cut at the original text's whitespace words.
+    words = context.split()
+    spans = {" ".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, len(words) + 1)}
+    assert out["answer"].numpy()[0].decode() in spans
+    # The window it scored holds the library's pieces of each whitespace word.
+    window = question_answerer._window(
+        tf.constant([question]), tf.constant([context]), make_file_tokenizer(path),
+        load_special_ids(path), 64, 16, question_answerer._whitespace_words_with_offsets)
+    pieces = [processor.encode(word) for word in words]
+    assert window["input_ids"].numpy()[0].tolist() == [
+        CLS, *processor.encode(question), SEP, *(i for word in pieces for i in word), SEP]
 
 
 # tensorflow-text imports keras itself: here only keras-hub and electra_tf are kept out.

@@ -18,7 +18,9 @@ Signatures (the conventions of `electra_tf.export.savedmodel`):
   `max_answer_length` tokens. The answer runs from the first to the last character of the
   span's words, where a word is split at whitespace and punctuation as the tokenizer splits
   it ("(1895-1943)." holds the words "(", "1895", "-", ...); the Python decoding can also cut
-  inside a word ("run" of "running"), the graph cannot. Holds tensorflow-text ops.
+  inside a word ("run" of "running"), the graph cannot. With a SentencePiece model as the
+  vocabulary, words are split at whitespace only, as its fine-tuning tokenized them. Holds
+  tensorflow-text ops.
 """
 
 from __future__ import annotations
@@ -57,12 +59,19 @@ def export_question_answerer(model, export_dir: str, *, task: str, with_examples
         if max_seq_length < max_query_length + 4:
             raise ValueError(f"max_seq_length {max_seq_length} leaves no context after a "
                              f"{max_query_length}-token question")
-        # serve_text maps answers back to the context through WordPiece's offsets
+        # lazy: keras-hub and tensorflow-text load only for a SavedModel that tokenizes text
+        from electra_tf.text.vocab_files import is_sentencepiece
+
         ids, tokenizer = load_text_tokenizer(trackable, vocab_file, config, lower_case, None,
-                                             max_seq_length, shortest=4, sentencepiece=False)
+                                             max_seq_length, shortest=4)
+        # WordPiece splits words at punctuation too; a SentencePiece model's words are what
+        # whitespace separates (as the fine-tuning featurizer tokenizes them)
+        split_words = (_whitespace_words_with_offsets if is_sentencepiece(vocab_file)
+                       else _words_with_offsets)
 
         def serve_text(question, context):
-            window = _window(question, context, tokenizer, ids, max_seq_length, max_query_length)
+            window = _window(question, context, tokenizer, ids, max_seq_length, max_query_length,
+                             split_words)
             beam_outputs = outputs(window["input_ids"], window["input_mask"], window["segment_ids"])
             return _best_answer(context, window, beam_outputs, max_answer_length)
 
@@ -85,10 +94,18 @@ def _words_with_offsets(context):
                                             PUNCTUATION_AND_CJK_REGEX)
 
 
-def _window(question, context, tokenizer, ids, max_seq_length, max_query_length):
-    """`[CLS] question [SEP] context [SEP]` for one window, with each context token's word offsets."""
+def _whitespace_words_with_offsets(context):
+    """The context split at whitespace: (words [batch, (words)], start and end byte offsets)."""
+    import tensorflow_text as tf_text
+
+    return tf_text.WhitespaceTokenizer().tokenize_with_offsets(context)
+
+
+def _window(question, context, tokenizer, ids, max_seq_length, max_query_length, split_words):
+    """`[CLS] question [SEP] context [SEP]` for one window, with each context token's word
+    offsets; `split_words` splits the context into words with their byte offsets."""
     query = tokenizer(question)[:, :max_query_length]  # ragged int32 [batch, (q)]
-    words, word_starts, word_ends = _words_with_offsets(context)
+    words, word_starts, word_ends = split_words(context)
     pieces = tokenizer(words.flat_values)  # [all words, (pieces)]
     word_of_piece = tf.cast(pieces.value_rowids(), tf.int32)  # index into words.flat_values
     pieces_per_row = tf.math.segment_sum(tf.cast(pieces.row_lengths(), tf.int32),

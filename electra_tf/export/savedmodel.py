@@ -212,13 +212,12 @@ def parse_examples(examples):
 
 
 def load_text_tokenizer(trackable, vocab_file, config, lower_case, strip_accents,
-                        max_seq_length, shortest=2, sentencepiece=True):
+                        max_seq_length, shortest=2):
     """(special ids, in-graph tokenizer) for a text signature, after checking the vocabulary
     fits the model and max_seq_length the positions. The vocabulary becomes a SavedModel Asset,
     `trackable.vocab_file` (`loaded.vocab_file` once loaded); a SentencePiece model's tokenizer
     (a `.model` vocab_file, `electra_tf.text.vocab_files`) is tracked as
-    `trackable.sentencepiece`, which stores the model in the SavedModel. `sentencepiece=False`:
-    a signature that needs WordPiece's offsets refuses a SentencePiece model."""
+    `trackable.sentencepiece`, which stores the model in the SavedModel."""
     # lazy: keras-hub and tensorflow-text load only for a SavedModel that tokenizes text
     from electra_tf.text import vocab_files
 
@@ -229,10 +228,6 @@ def load_text_tokenizer(trackable, vocab_file, config, lower_case, strip_accents
         raise ExportError(f"max_seq_length must be in [{shortest}, "
                           f"{config.max_position_embeddings}] (model.max_position_embeddings), "
                           f"got {max_seq_length}")
-    is_sentencepiece = vocab_files.is_sentencepiece(vocab_file)
-    if is_sentencepiece and not sentencepiece:
-        raise ExportError(f"this serve_text tokenizes with WordPiece and needs a vocab.txt, not "
-                          f"the SentencePiece model {vocab_file}; export without with_tokenizer")
     size = len(vocab_files.load_tokens(vocab_file))
     if size > config.vocab_size:
         raise ExportError(f"{vocab_file} has {size} tokens, more than the model's "
@@ -240,7 +235,7 @@ def load_text_tokenizer(trackable, vocab_file, config, lower_case, strip_accents
     tokenizer = vocab_files.make_file_tokenizer(vocab_file, lower_case=lower_case,
                                                 strip_accents=strip_accents)
     trackable.vocab_file = tf.saved_model.Asset(os.path.abspath(vocab_file))
-    if is_sentencepiece:
+    if vocab_files.is_sentencepiece(vocab_file):
         trackable.sentencepiece = tokenizer
     return vocab_files.load_special_ids(vocab_file), tokenizer
 
