@@ -52,11 +52,11 @@ flags.DEFINE_string("input", None, "google: TF1 checkpoint prefix or directory; 
 flags.DEFINE_string("generator", None, "hf: the ElectraForMaskedLM directory of the generator.")
 flags.DEFINE_string("output_dir", None, "Where to write the converted model.")
 flags.DEFINE_string("vocab_file", None, "vocab.txt (or a SentencePiece .model) to copy beside "
-                    "the output; keras_hub output: also the preset's tokenizer (WordPiece only); "
-                    "hf output with a .model: a tokenizer.json that AutoTokenizer loads. Default: the input's own, the first present "
-                    "of <input>/vocab.txt; electra_tf: <input>/data/vocab.txt (the demo's), "
-                    "run.vocab_file of its config.yaml; keras_hub: the preset's "
-                    "assets/tokenizer/vocabulary.txt.")
+                    "the output; keras_hub output: also the preset's tokenizer (WordPiece "
+                    "only); hf output with a .model: a tokenizer.json that AutoTokenizer loads. "
+                    "Default: the input's own, the first present of <input>/vocab.txt; "
+                    "electra_tf: <input>/data/vocab.txt (the demo's), run.vocab_file of its "
+                    "config.yaml; keras_hub: the preset's assets/tokenizer/vocabulary.txt.")
 flags.DEFINE_bool("lower_case", None, "keras_hub output: the tokenizer lower-cases and strips "
                   "accents (an uncased vocabulary) or, with --nolower_case, keeps case. Default: "
                   "uncased unless the vocabulary holds upper-case tokens.")

@@ -80,11 +80,11 @@ flags.DEFINE_bool("jit_compile", False, "Compile the model's forward pass with X
                   "new [batch, seq] shape compiles once. TF Serving runs it only when started "
                   "with --xla_cpu_compilation_enabled=true (docs/serving.md).")
 flags.DEFINE_enum("serving_dtype", "float32", ["float32", "bfloat16"],
-                 "Weights and matmuls of the exported model. bfloat16: the weights rounded to "
-                 "bfloat16 and the matmuls computed in it (outputs still float32, a few "
-                 "hundredths from float32's): faster on CPUs with AMX (Intel Sapphire Rapids and later); "
-                 "with AVX-512 BF16 alone (AMD Zen 4) only batches gain, single requests do not "
-                 "(docs/serving.md).")
+                  "Weights and matmuls of the exported model. bfloat16: the weights rounded to "
+                  "bfloat16 and the matmuls computed in it (outputs still float32, a few "
+                  "hundredths from float32's): faster on CPUs with AMX (Intel Sapphire Rapids "
+                  "and later); with AVX-512 BF16 alone (AMD Zen 4) only batches gain, single "
+                  "requests do not (docs/serving.md).")
 flags.DEFINE_integer("max_seq_length", None, "serve_text: longest [CLS] tokens [SEP] sequence; "
                      "longer texts are truncated. Default: run.max_seq_length of the config "
                      "(128 unless the run changed it).")

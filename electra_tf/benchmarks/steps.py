@@ -395,8 +395,9 @@ def _infer(config, jit_compile):
     flops = FLAGS.batch * FLAGS.seq * encoder_flops_per_token(config.model, FLAGS.seq)
 
     def serving_step(model, directory, jit_compile=jit_compile):
-        export_classifier(serving_copy(model, FLAGS.serving_dtype), directory, task="benchmark", label_names=("a", "b", "c"),
-                          with_examples=False, jit_compile=jit_compile)
+        export_classifier(serving_copy(model, FLAGS.serving_dtype), directory, task="benchmark",
+                          label_names=("a", "b", "c"), with_examples=False,
+                          jit_compile=jit_compile)
         serve = tf.saved_model.load(directory).signatures["serving_default"]
         return lambda: serve(**inputs)["logits"].numpy()
 

@@ -62,7 +62,7 @@ def test_tagging_marks_each_words_first_piece(spm):
     assert [ids[s:s + len(p)].tolist() for s, p in zip(starts, pieces)] == pieces
 
 
-def _csv_data(directory):
+def write_csv_data(directory):
     rng, lines = random.Random(0), multilingual_lines(40, seed=23)
     directory.mkdir()
     for split, n in (("train", 16), ("dev", 8)):
@@ -76,7 +76,7 @@ def _csv_data(directory):
 @pytest.mark.slow
 def test_a_classifier_trains_from_a_sentencepiece_vocabulary(spm, tmp_path):
     path, size, processor = spm
-    data = _csv_data(tmp_path / "data")
+    data = write_csv_data(tmp_path / "data")
     result = run_in_process(["--task", "csv", "--data_dir", str(data), "--text_a_column", "text",
                              "--label_column", "label", "--labels", "a,b", "--vocab_file", path,
                              "--override", f"model.vocab_size={size}", *TINY_MODEL, *SMALL_RUN,

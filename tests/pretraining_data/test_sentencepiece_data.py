@@ -1,18 +1,21 @@
 """Pretraining data and runs from a SentencePiece model: the build tokenizes with the model (the
 ids the `sentencepiece` library gives), the metadata records it, the run takes its size and
-special ids from it, and whole-word masking finds words by SentencePiece's "▁"."""
+special ids from it, whole-word masking finds words by SentencePiece's "▁", and export and
+fine-tuning find the model through the run's config."""
 
 import random
 
 import numpy as np
 import pytest
 import sentencepiece
+import tensorflow as tf
 
 from electra_tf.pretraining_data import builder
 from electra_tf.pretraining_data import pretraining_records as records
 from electra_tf.pretraining_data import run_vocabulary, word_masking
 from electra_tf.text.sentencepiece_vocab import learn_sentencepiece
 from electra_tf.text.tokenization import VocabularyError, load_vocabulary
+from tests.finetuning.test_sentencepiece_finetuning import SMALL_RUN, write_csv_data
 from tests.run_helpers import cli_args, run_in_process
 from tests.text.test_sentencepiece_vocab import multilingual_lines
 
@@ -88,3 +91,30 @@ def test_a_run_pretrains_on_sentencepiece_data(spm_data, tmp_path, masking):
     config = (tmp_path / "run" / "config.yaml").read_text()
     size = sentencepiece.SentencePieceProcessor(model_file=str(spm_data["model"])).get_piece_size()
     assert f"vocab_size: {size}" in config and "spm.model" in config
+
+
+@pytest.mark.slow
+def test_the_run_carries_its_model_to_export_and_fine_tuning(spm_data, tmp_path):
+    """Neither step is given the model: both find it through the run's config.yaml."""
+    run = tmp_path / "run"
+    trained = run_in_process(cli_args(spm_data["records"], spm_data["model"], run, 2,
+                                      "--noexport"))
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    exported = run_in_process(["--model_dir", str(run), "--output_dir", str(tmp_path / "served"),
+                               "--with_tokenizer", "--nowith_examples"],
+                              module="electra_tf.export_savedmodel")
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    (version,) = (tmp_path / "served").iterdir()
+    text = spm_data["lines"][3]
+    out = tf.saved_model.load(str(version)).signatures["serve_text"](text=tf.constant([text]))
+    processor = sentencepiece.SentencePieceProcessor(model_file=str(spm_data["model"]))
+    assert out["input_ids"].numpy()[0].tolist() == [2] + processor.encode(text)[:MAX_LEN - 2] + [3]
+
+    csv = write_csv_data(tmp_path / "csv")
+    finetuned = run_in_process(["--task", "csv", "--data_dir", str(csv),
+                                "--text_a_column", "text", "--label_column", "label",
+                                "--labels", "a,b", "--init_checkpoint", str(run), *SMALL_RUN,
+                                "--model_dir", str(tmp_path / "cls")],
+                               module="electra_tf.run_finetuning")
+    assert finetuned.returncode == 0, finetuned.stderr[-3000:]
+    assert f"vocab_file: {spm_data['model']}" in (tmp_path / "cls" / "config.yaml").read_text()
