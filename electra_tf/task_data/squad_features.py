@@ -164,9 +164,10 @@ class QAFeaturizer:
         self.sentencepiece = isinstance(vocabulary, str) and vocab_files.is_sentencepiece(
             vocabulary)
         if self.sentencepiece:
-            # The library itself, in Python: featurization runs on the host, also between
-            # training epochs, after Keras' clear_session has dropped TensorFlow's kernels
-            # (and with them tensorflow-text's SentencePiece resource).
+            # The library itself, in Python: featurization runs on the host, also after a
+            # trial's keras.utils.set_random_seed, which resets TensorFlow's kernel cache and
+            # with it tensorflow-text's SentencePiece resource (its tokenizer then raises
+            # NotFoundError).
             import sentencepiece
 
             model, self.special = load_sentencepiece(vocabulary)
