@@ -1,7 +1,5 @@
 """Invariants of the replaced-token-detection objective that peers never test."""
 
-import math
-
 import keras
 import numpy as np
 import pytest
