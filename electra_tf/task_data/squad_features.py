@@ -164,10 +164,7 @@ class QAFeaturizer:
         self.sentencepiece = isinstance(vocabulary, str) and vocab_files.is_sentencepiece(
             vocabulary)
         if self.sentencepiece:
-            # The library itself, in Python: featurization runs on the host, also after a
-            # trial's keras.utils.set_random_seed, which resets TensorFlow's kernel cache and
-            # with it tensorflow-text's SentencePiece resource (its tokenizer then raises
-            # NotFoundError).
+            # The library itself: featurization runs on the host, on Python lists of strings
             import sentencepiece
 
             model, self.special = load_sentencepiece(vocabulary)

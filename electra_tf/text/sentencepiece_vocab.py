@@ -99,13 +99,27 @@ class SentencePieceTokenizer(tf.Module):
     in the SavedModel, so that a loaded signature tokenizes without the file."""
 
     def __init__(self, model: bytes):
+        super().__init__(name="sentencepiece")
+        self._model = model
+        self._tokenizer = self._make()
+
+    def _make(self):
         import tensorflow_text as tf_text
 
-        super().__init__(name="sentencepiece")
-        self._tokenizer = tf_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
+        return tf_text.SentencepieceTokenizer(model=self._model, out_type=tf.int32)
 
     def tokenize(self, texts):
-        return self._tokenizer.tokenize(tf.convert_to_tensor(texts, tf.string))
+        texts = tf.convert_to_tensor(texts, tf.string)
+        try:
+            return self._tokenizer.tokenize(texts)
+        except tf.errors.NotFoundError:
+            # keras.utils.set_random_seed and keras.backend.clear_session reset TensorFlow's
+            # kernel cache, which deletes tensorflow-text's model resource; eagerly, make it
+            # again (in a graph the resource is the graph's own)
+            if not tf.executing_eagerly():
+                raise
+            self._tokenizer = self._make()
+            return self._tokenizer.tokenize(texts)
 
     __call__ = tokenize
 

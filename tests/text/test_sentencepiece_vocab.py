@@ -88,6 +88,21 @@ def test_in_graph_ids_equal_the_sentencepiece_library_on_four_scripts(model_file
     assert processor.decode(processor.encode(text)) == text
 
 
+def test_the_tokenizer_outlives_keras_seeding(model_file):
+    """keras.utils.set_random_seed resets TensorFlow's kernel cache, which deletes
+    tensorflow-text's model resource; the tokenizer makes it again."""
+    import keras
+
+    model, _ = load_sentencepiece(str(model_file))
+    tokenizer = make_sentencepiece_tokenizer(model)
+    lines = multilingual_lines(3, seed=2)
+    before = tokenizer(lines).to_list()
+    keras.utils.set_random_seed(1)
+    assert tokenizer(lines).to_list() == before
+    keras.backend.clear_session()
+    assert tokenizer(lines).to_list() == before
+
+
 def test_cased_model_keeps_case(tmp_path):
     path = tmp_path / "cased.model"
     learn_sentencepiece(multilingual_lines(1000, seed=2), 1500, str(path), lower_case=False,
