@@ -17,6 +17,10 @@ op's category (GELU's gradient is GELU). Each op gets the first category whose o
     transposes                        Transpose (_MklTranspose)
     casts                             Cast
     bias gradients                    BiasAddGrad
+    GELU                              ExecuteAsyncOnStream: a kernel that XLA compiled inside a
+                                      step run by TensorFlow's executor, which is only the
+                                      training GELU and its derivative
+                                      (electra_tf.models.activations)
   by op name
     dropout (random numbers, masks)   dropout (keras' stateless_dropout: compare, select, scale)
     GELU                              Gelu, gelu
@@ -56,6 +60,7 @@ TYPE_RULES = [
     ("transposes", ("Transpose",)),
     ("casts", ("Cast",)),
     ("bias gradients", ("BiasAddGrad",)),
+    ("GELU", ("ExecuteAsyncOnStream",)),
 ]
 NAME_RULES = [
     ("dropout (random numbers, masks)", ("dropout",)),
