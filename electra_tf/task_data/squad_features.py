@@ -33,7 +33,6 @@ import tensorflow as tf
 
 from electra_tf.task_data.squad import SquadDataError, SquadExample
 from electra_tf.text import vocab_files
-from electra_tf.text.sentencepiece_vocab import load_sentencepiece
 from electra_tf.text.tokenization import load_vocabulary, make_tokenizer, special_ids
 
 CHUNK_EXAMPLES = 256
@@ -164,12 +163,9 @@ class QAFeaturizer:
         self.sentencepiece = isinstance(vocabulary, str) and vocab_files.is_sentencepiece(
             vocabulary)
         if self.sentencepiece:
-            # The library itself: featurization runs on the host, on Python lists of strings
-            import sentencepiece
-
-            model, self.special = load_sentencepiece(vocabulary)
-            self.tokenizer = sentencepiece.SentencePieceProcessor(model_proto=model).encode
             self.vocabulary = vocab_files.load_tokens(vocabulary)
+            self.special = vocab_files.load_special_ids(vocabulary)
+            self.tokenizer = vocab_files.make_file_tokenizer(vocabulary)
         else:
             self.vocabulary = (load_vocabulary(vocabulary) if isinstance(vocabulary, str)
                                else list(vocabulary))
@@ -185,10 +181,7 @@ class QAFeaturizer:
         """WordPiece (or SentencePiece) ids of every text, in one tokenizer call."""
         if not texts:
             return []
-        texts = [clean_text(t) for t in texts]
-        if self.sentencepiece:
-            return self.tokenizer(texts)
-        ids = self.tokenizer(tf.constant(texts, tf.string))
+        ids = self.tokenizer(tf.constant([clean_text(t) for t in texts], tf.string))
         return ids if isinstance(ids, list) else ids.to_list()
 
     def featurize(self, examples: Iterable[SquadExample], is_training: bool,
