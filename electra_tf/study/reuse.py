@@ -5,7 +5,9 @@ randomly initialised encoder on the same subsets with the same seeds, so their "
 are the same computation. A study given another study's directory copies those trials into its
 own results.jsonl instead of running them again, when everything that decides them is the same:
 the data directory, the fine-tuning settings, and the encoder's sizes (the pretraining recipe
-and its `model.*` overrides, the generator's left out). Anything else is refused with the setting that differs.
+and its `model.*` overrides, less those that only shape pretraining: the generator's and
+`model.embedding_sharing`, since fine-tuning builds the discriminator alone and a GDES run's is
+a plain ELECTRA). Anything else is refused with the setting that differs.
 """
 
 from __future__ import annotations
@@ -21,12 +23,18 @@ SAME_FOR_RANDOM = ("data_dir", "pretrain_config", "finetune_config", "finetune_o
                    "min_finetune_steps", "finetune_max_seq_length")
 
 
+# `model.*` keys that change how pretraining shares weights with the generator, not the encoder
+# fine-tuning builds.
+PRETRAINING_ONLY_MODEL_KEYS = ("model.embedding_sharing",)
+
+
 def model_overrides(overrides) -> list[str]:
     """The overrides among "section.key=value" strings that size the fine-tuned encoder: the
-    `model.*` ones but the generator's (fine-tuning builds no generator), sorted by key (a key
-    given twice keeps its order)."""
+    `model.*` ones but the generator's and the embedding sharing (fine-tuning builds neither a
+    generator nor a shared table), sorted by key (a key given twice keeps its order)."""
     return sorted((o for o in overrides
-                   if o.strip().startswith("model.") and "generator" not in _override_key(o)),
+                   if o.strip().startswith("model.") and "generator" not in _override_key(o)
+                   and _override_key(o) not in PRETRAINING_ONLY_MODEL_KEYS),
                   key=_override_key)
 
 

@@ -262,7 +262,8 @@ def test_random_from_compares_only_the_fine_tuned_encoders_sizes():
 
     assert reuse.model_overrides(["model.b=1", "optimizer.learning_rate=2e-3", "model.a=2",
                                   "model.generator_fraction=0.5",
-                                  "model.untied_generator_embeddings=true"]) == [
+                                  "model.untied_generator_embeddings=true",
+                                  "model.embedding_sharing=gdes"]) == [
         "model.a=2", "model.b=1"]
 
 
