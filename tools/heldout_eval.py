@@ -16,8 +16,6 @@ harder.
 import argparse
 import os
 
-import tensorflow as tf
-
 from electra_tf import config as config_lib
 from electra_tf import run_directory
 from electra_tf.models.pretrainer_factory import build_pretrainer
