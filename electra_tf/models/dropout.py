@@ -19,11 +19,22 @@ def dropout(x, layer, training):
     rate = layer.rate
     if not training or rate == 0:
         return x
+    keep = keep_mask(random_words(layer, tf.size(x)), tf.shape(x), rate)
+    return x * (tf.cast(keep, x.dtype) * tf.cast(1.0 / (1.0 - rate), x.dtype))
+
+
+def random_words(layer, size):
+    """The random bits of one dropout call of `layer` over `size` elements: (size + 1) // 2
+    uint32 words drawn with the next seed of the layer's generator."""
     # int32 seeds, as Keras casts them: XLA's stateless random ops take no int64 seed
     seed = tf.cast(tf.math.floormod(layer.seed_generator.next(), 2 ** 31 - 2), tf.int32)
-    size = tf.size(x)
-    words = tf.random.stateless_uniform([(size + 1) // 2], seed, minval=None, maxval=None,
-                                        dtype=tf.uint32)
+    return tf.random.stateless_uniform([(size + 1) // 2], seed, minval=None, maxval=None,
+                                       dtype=tf.uint32)
+
+
+def keep_mask(words, shape, rate):
+    """`random_words` -> the bool mask of the kept elements, of `shape`: an element's 16 bits
+    at or above round(rate * 65536)."""
+    size = tf.reduce_prod(shape)
     bits = tf.reshape(tf.bitcast(words, tf.uint16), [-1])[:size]
-    keep = tf.reshape(bits, tf.shape(x)) >= tf.constant(round(rate * _LEVELS), tf.uint16)
-    return x * (tf.cast(keep, x.dtype) * tf.cast(1.0 / (1.0 - rate), x.dtype))
+    return tf.reshape(bits, shape) >= tf.constant(round(rate * _LEVELS), tf.uint16)

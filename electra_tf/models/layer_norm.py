@@ -26,21 +26,34 @@ def _normalize(x, gamma, beta, epsilon):
 
     @tf.custom_gradient
     def normalize(x, gamma, beta):
-        mean = tf.reduce_mean(x, axis=-1, keepdims=True)
-        centered = x - mean
-        variance = tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
-        rstd = tf.math.rsqrt(variance + epsilon)
-        normalized = centered * rstd  # xhat
+        normalized, rstd = standardize(x, epsilon)
 
         def gradient(upstream):
             with tf.name_scope("layer_norm_gradient"):  # else its ops are unscoped in a profile
-                rows = tf.range(tf.rank(upstream) - 1)
-                g = upstream * gamma
-                dx = rstd * (g - tf.reduce_mean(g, axis=-1, keepdims=True) - normalized
-                             * tf.reduce_mean(g * normalized, axis=-1, keepdims=True))
-                return (dx, tf.reduce_sum(upstream * normalized, axis=rows),
-                        tf.reduce_sum(upstream, axis=rows))
+                return (input_gradient(upstream * gamma, normalized, rstd),
+                        *scale_and_shift_gradients(upstream, normalized))
 
         return normalized * gamma + beta, gradient
 
     return normalize(x, gamma, beta)
+
+
+def standardize(x, epsilon):
+    """float32 x [..., H] -> xhat = (x - mean) * rstd and rstd = rsqrt(var + epsilon) [..., 1],
+    the statistics over the last axis."""
+    centered = x - tf.reduce_mean(x, axis=-1, keepdims=True)
+    rstd = tf.math.rsqrt(tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True) + epsilon)
+    return centered * rstd, rstd
+
+
+def input_gradient(g, normalized, rstd):
+    """The gradient of LayerNorm's input from g = upstream * gamma [..., H] and `standardize`'s
+    outputs: rstd * (g - mean(g) - xhat * mean(g * xhat))."""
+    return rstd * (g - tf.reduce_mean(g, axis=-1, keepdims=True)
+                   - normalized * tf.reduce_mean(g * normalized, axis=-1, keepdims=True))
+
+
+def scale_and_shift_gradients(upstream, normalized):
+    """The gradients of gamma and beta [H] from upstream and xhat [..., H]."""
+    rows = tf.range(tf.rank(upstream) - 1)
+    return tf.reduce_sum(upstream * normalized, axis=rows), tf.reduce_sum(upstream, axis=rows)

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from electra_tf.models.activations import gelu_with_analytic_gradient
 from electra_tf.models.dropout import dropout
-from electra_tf.models.layer_norm import layer_norm
+from electra_tf.models.residual_norm import residual_layer_norm
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -92,8 +92,8 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
         with tf.name_scope("attention"):
             attended = self._attention(x, shape[0], shape[1], key, value, padding_mask,
                                        training)
-        x = layer_norm(x + dropout(attended, self._self_attention_dropout, training),
-                       self._self_attention_layer_norm, training)
+        x = residual_layer_norm(x, attended, self._self_attention_dropout,
+                                self._self_attention_layer_norm, training)
         intermediate_dense = self._feedforward_intermediate_dense
         output_dense = self._feedforward_output_dense
         activation = intermediate_dense.activation
@@ -103,8 +103,8 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
         with tf.name_scope(activation.__name__):
             intermediate = activation(intermediate)
         output = _dense(intermediate, output_dense.kernel, output_dense.bias)
-        x = layer_norm(x + dropout(output, self._feedforward_dropout, training),
-                       self._feedforward_layer_norm, training)
+        x = residual_layer_norm(x, output, self._feedforward_dropout,
+                                self._feedforward_layer_norm, training)
         return tf.reshape(x, shape)
 
     def _attention(self, x, batch, rows, key, value, padding_mask, training):

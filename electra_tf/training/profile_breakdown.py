@@ -17,10 +17,12 @@ op's category (GELU's gradient is GELU). Each op gets the first category whose o
     transposes                        Transpose (_MklTranspose)
     casts                             Cast
     bias gradients                    BiasAddGrad
-    GELU                              ExecuteAsyncOnStream: a kernel that XLA compiled inside a
-                                      step run by TensorFlow's executor, which is only the
+    XLA kernels (GELU; residual,      ExecuteAsyncOnStream: a kernel that XLA compiled inside a
+    dropout and LayerNorm)            step run by TensorFlow's executor, which is only the
                                       training GELU and its derivative
-                                      (electra_tf.models.activations)
+                                      (electra_tf.models.activations) and the blocks' fused
+                                      residual steps (electra_tf.models.residual_norm); the
+                                      trace does not name them apart
   by op name
     dropout (random numbers, masks)   dropout (keras' stateless_dropout: compare, select, scale)
     GELU                              Gelu, gelu
@@ -50,6 +52,7 @@ import collections
 import glob
 import os
 
+XLA_KERNELS = "XLA kernels (GELU; residual, dropout and LayerNorm)"
 TYPE_RULES = [
     ("matmul", ("MatMul", "Einsum")),
     ("loss and sampling", ("SoftmaxCrossEntropy",)),
@@ -60,7 +63,7 @@ TYPE_RULES = [
     ("transposes", ("Transpose",)),
     ("casts", ("Cast",)),
     ("bias gradients", ("BiasAddGrad",)),
-    ("GELU", ("ExecuteAsyncOnStream",)),
+    (XLA_KERNELS, ("ExecuteAsyncOnStream",)),
 ]
 NAME_RULES = [
     ("dropout (random numbers, masks)", ("dropout",)),
@@ -107,7 +110,9 @@ def op_events(path):
                 continue
             for event in line.events:
                 label = plane.event_metadata[event.metadata_id].name
-                if ":" not in label or label.startswith(("Threadpool", "ExecutorState")):
+                # ThunkExecutor's events are the insides of an XLA kernel's, already counted
+                if ":" not in label or label.startswith(("Threadpool", "ExecutorState",
+                                                         "ThunkExecutor")):
                     continue
                 name, _, op_type = label.rpartition(":")
                 yield name, op_type, event.duration_ps

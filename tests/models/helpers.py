@@ -2,6 +2,7 @@
 
 import dataclasses
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -26,6 +27,17 @@ def objective(**overrides):
 def fast_optimizer_config(**overrides):
     config = OptimizerConfig(learning_rate=1e-3, warmup_steps=10, train_steps=1000)
     return dataclasses.replace(config, **overrides)
+
+
+def layer_norm_with_random_weights(width, seed=0):
+    """A built LayerNormalization (epsilon 1e-12) over `width` whose gamma and beta are random,
+    not the initial ones and zeros: a test of both must see them used."""
+    layer = keras.layers.LayerNormalization(epsilon=1e-12)
+    layer.build((None, width))
+    rng = np.random.default_rng(seed)
+    layer.gamma.assign(rng.normal(1.0, 0.3, width).astype(np.float32))
+    layer.beta.assign(rng.normal(0.0, 0.3, width).astype(np.float32))
+    return layer
 
 
 def random_ids(batch, length, seed=0, lengths=None):

@@ -7,19 +7,11 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.models.layer_norm import layer_norm
-
-
-def _layer(width, seed=0):
-    layer = keras.layers.LayerNormalization(epsilon=1e-12)
-    layer.build((None, width))
-    rng = np.random.default_rng(seed)  # not the initial ones and zeros: both must be used
-    layer.gamma.assign(rng.normal(1.0, 0.3, width).astype(np.float32))
-    layer.beta.assign(rng.normal(0.0, 0.3, width).astype(np.float32))
-    return layer
+from tests.models.helpers import layer_norm_with_random_weights
 
 
 def test_inference_is_the_keras_layer():
-    layer = _layer(8)
+    layer = layer_norm_with_random_weights(8)
     x = tf.random.stateless_normal([3, 8], seed=[1, 0])
     np.testing.assert_array_equal(layer_norm(x, layer, training=False).numpy(), layer(x).numpy())
     graph = tf.function(lambda x: layer_norm(x, layer, training=False)).get_concrete_function(
@@ -29,7 +21,7 @@ def test_inference_is_the_keras_layer():
 
 @pytest.mark.parametrize("shape", [[6, 16], [2, 5, 16]])
 def test_training_values_and_gradients_match_keras(shape):
-    layer = _layer(shape[-1])
+    layer = layer_norm_with_random_weights(shape[-1])
     x = tf.random.stateless_normal(shape, seed=[2, 0]) * 3.0 + 1.0
     weights = tf.random.stateless_normal(shape, seed=[3, 0])  # a loss that weights every output
     results = []
