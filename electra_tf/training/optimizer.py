@@ -154,35 +154,44 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         pass  # in `update_step`, where the layer-wise learning rate of each variable is known
 
     def update_step(self, gradient, variable, learning_rate):
-        """var -= lr_var (m / (sqrt(v) + eps) + wd var); see `adam_update`."""
-        lr = ops.cast(learning_rate, variable.dtype) * self.layerwise_multiplier(variable)
-        self.assign_sub(variable, lr * self.adam_update(gradient, variable))
+        """var -= lr_var (m / (sqrt(v) + eps) + wd var); see `adam_update`. The moments' and the
+        variable's new values are one XLA-compiled kernel (`_adam_step`), where TensorFlow's
+        executor runs about ten, each a pass over the variable."""
+        dtype = variable.dtype
+        lr = ops.cast(learning_rate, dtype) * self.layerwise_multiplier(variable)
+        m, v = self._moments(variable)
+        new_m, new_v, new_variable = _adam_step(
+            ops.cast(ops.convert_to_tensor(gradient), dtype),  # IndexedSlices -> dense
+            tf.convert_to_tensor(m), tf.convert_to_tensor(v), tf.convert_to_tensor(variable),
+            lr, self._bias_correction_steps(dtype), **self._update_constants(variable))
+        self.assign(m, new_m)
+        self.assign(v, new_v)
+        self.assign(variable, new_variable)
 
     def adam_update(self, gradient, variable):
         """Updates the moments (m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2) and returns the
         update direction before the learning rate: m_hat / (sqrt(v_hat) + eps) + wd var (no wd
         for excluded variables; m_hat = m without bias correction)."""
         dtype = variable.dtype
-        gradient = ops.cast(ops.convert_to_tensor(gradient), dtype)  # IndexedSlices -> dense
-        index = self._get_variable_index(variable)
-        m, v = self._m[index], self._v[index]
-        self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
-        self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient))
-        m_hat, v_hat = m, v
-        if self.bias_correction:
-            # 1 - beta^t as -expm1(t * log(beta)), with the log in float64: float32(0.999)
-            # alone would put a 1e-5 relative error into 1 - beta_2.
-            t = ops.cast(self.iterations + 1, dtype)
-            m_hat = m / self._one_minus_power(self.beta_1, t)
-            v_hat = v / self._one_minus_power(self.beta_2, t)
-        update = m_hat / (ops.sqrt(v_hat) + self.epsilon)
-        if self.weight_decay is not None and self._use_weight_decay(variable):
-            update = update + ops.cast(self.weight_decay, dtype) * variable
+        m, v = self._moments(variable)
+        new_m, new_v, update = adam_direction(
+            ops.cast(ops.convert_to_tensor(gradient), dtype), m, v, variable,
+            self._bias_correction_steps(dtype), **self._update_constants(variable))
+        self.assign(m, new_m)
+        self.assign(v, new_v)
         return update
 
-    @staticmethod
-    def _one_minus_power(beta, t):
-        return -ops.expm1(t * math.log(beta)) if beta > 0 else 1.0
+    def _moments(self, variable):
+        index = self._get_variable_index(variable)
+        return self._m[index], self._v[index]
+
+    def _bias_correction_steps(self, dtype):
+        return ops.cast(self.iterations + 1, dtype) if self.bias_correction else None
+
+    def _update_constants(self, variable):
+        decays = self.weight_decay is not None and self._use_weight_decay(variable)
+        return dict(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon,
+                    weight_decay=self.weight_decay if decays else None)
 
     # Keras (TF backend) clips in `apply` *before* `_all_reduce_sum_gradients` sums the replicas'
     # gradients, so under a MirroredStrategy each replica's partial gradient would be clipped by
@@ -220,6 +229,38 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
                        "layerwise_lr_decay": self.layerwise_lr_decay, "num_layers": self.num_layers,
                        "layerwise_lr_decay_fix_off_by_one": self.layerwise_lr_decay_fix_off_by_one})
         return config
+
+
+def adam_direction(gradient, m, v, variable, steps, beta_1, beta_2, epsilon, weight_decay):
+    """One variable's Adam: its gradient, moments and value (same shape and dtype), `steps` (the
+    1-based step as a scalar of that dtype, or None: no bias correction) and Python constants ->
+    the new m and v and the update direction before the learning rate, m_hat / (sqrt(v_hat) +
+    eps) + wd var (no decay term when `weight_decay` is None)."""
+    m = beta_1 * m + (1.0 - beta_1) * gradient
+    v = beta_2 * v + (1.0 - beta_2) * tf.square(gradient)
+    m_hat, v_hat = m, v
+    if steps is not None:
+        # 1 - beta^t as -expm1(t * log(beta)), with the log in float64: float32(0.999) alone
+        # would put a 1e-5 relative error into 1 - beta_2.
+        m_hat = m / _one_minus_power(beta_1, steps)
+        v_hat = v / _one_minus_power(beta_2, steps)
+    update = m_hat / (tf.sqrt(v_hat) + epsilon)
+    if weight_decay is not None:
+        update = update + tf.cast(weight_decay, variable.dtype) * variable
+    return m, v, update
+
+
+def _one_minus_power(beta, t):
+    return -tf.math.expm1(t * math.log(beta)) if beta > 0 else 1.0
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _adam_step(gradient, m, v, variable, learning_rate, steps, beta_1, beta_2, epsilon,
+               weight_decay):
+    """`adam_direction` and the step, as one kernel -> the new m, v and variable."""
+    m, v, update = adam_direction(gradient, m, v, variable, steps, beta_1, beta_2, epsilon,
+                                  weight_decay)
+    return m, v, variable - learning_rate * update
 
 
 # ---- LAMB --------------------------------------------------------------------------------------
