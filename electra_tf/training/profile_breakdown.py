@@ -17,12 +17,12 @@ op's category (GELU's gradient is GELU). Each op gets the first category whose o
     transposes                        Transpose (_MklTranspose)
     casts                             Cast
     bias gradients                    BiasAddGrad
-    XLA kernels (GELU; residual,      ExecuteAsyncOnStream: a kernel that XLA compiled inside a
-    dropout and LayerNorm)            step run by TensorFlow's executor, which is only the
-                                      training GELU and its derivative
-                                      (electra_tf.models.activations) and the blocks' fused
-                                      residual steps (electra_tf.models.residual_norm); the
-                                      trace does not name them apart
+    XLA kernels (GELU, residual +     ExecuteAsyncOnStream: a kernel that XLA compiled inside a
+    LayerNorm, Adam)                  step run by TensorFlow's executor: the training GELU and
+                                      its derivative (electra_tf.models.activations), the
+                                      blocks' dropout + residual + LayerNorm
+                                      (electra_tf.models.residual_norm) and the optimizer's
+                                      update of each variable; the trace does not name them apart
   by op name
     dropout (random numbers, masks)   dropout (keras' stateless_dropout: compare, select, scale)
     GELU                              Gelu, gelu
@@ -52,7 +52,7 @@ import collections
 import glob
 import os
 
-XLA_KERNELS = "XLA kernels (GELU; residual, dropout and LayerNorm)"
+XLA_KERNELS = "XLA kernels (GELU, residual + LayerNorm, Adam)"
 TYPE_RULES = [
     ("matmul", ("MatMul", "Einsum")),
     ("loss and sampling", ("SoftmaxCrossEntropy",)),
