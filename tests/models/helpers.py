@@ -1,6 +1,7 @@
 """Tiny configs and masked batches shared by the model tests."""
 
 import dataclasses
+import re
 
 import keras
 import numpy as np
@@ -59,3 +60,12 @@ def masked_batch(ids, mask, seed=0, max_predictions=5, mask_prob=0.15):
     batch = {k: v.numpy() for k, v in batch.items()}
     batch.update(input_mask=mask, segment_ids=np.zeros_like(ids))
     return batch
+
+
+def xla_compiled_functions(function, *args):
+    """The names of the XLA-compiled functions (jit_compile=True) that `function(*args)`, traced
+    as a tf.function, calls: e.g. {"_forward", "_backward"}."""
+    graph = tf.function(function).get_concrete_function(*args).graph
+    library = graph.as_graph_def().library.function
+    names = (f.signature.name for f in library if f.attr["_XlaMustCompile"].b)
+    return {re.fullmatch(r"__inference_(.+)_\d+", name).group(1) for name in names}

@@ -9,7 +9,7 @@ import tensorflow as tf
 from electra_tf.models.dropout import dropout
 from electra_tf.models.layer_norm import layer_norm
 from electra_tf.models.residual_norm import residual_layer_norm
-from tests.models.helpers import layer_norm_with_random_weights
+from tests.models.helpers import layer_norm_with_random_weights, xla_compiled_functions
 
 WIDTH = 16
 
@@ -70,6 +70,19 @@ def test_training_matches_the_unfused_ops_with_gradients(rate):
     assert abs(dropped.mean() - rate) < 0.15
     for name, ours, reference in zip(("y", "dx", "dbranch", "dgamma", "dbeta"), fused, plain):
         np.testing.assert_allclose(ours, reference, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+def test_training_runs_the_compiled_kernels_both_ways():
+    norm, x, branch = layer_norm_with_random_weights(WIDTH), *_inputs()
+    layer = _dropout(0.1)
+
+    def step(x, branch):
+        with tf.GradientTape() as tape:
+            tape.watch([x, branch])
+            y = residual_layer_norm(x, branch, layer, norm, training=True)
+        return tape.gradient(y, [x, branch])
+
+    assert xla_compiled_functions(step, x, branch) == {"_forward", "_backward"}
 
 
 def test_bfloat16_is_computed_in_float32():

@@ -13,6 +13,7 @@ import pytest
 
 from electra_tf.config import OptimizerConfig
 from electra_tf.training.optimizer import AdamWeightDecay, WarmupLinearDecay, create_optimizer
+from tests.models.helpers import xla_compiled_functions
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -160,6 +161,15 @@ def test_weight_decay_custom_pattern_and_disabled():
         [keras.ops.zeros(v.shape) for v in block2.trainable_variables], block2.trainable_variables)
     for v, b in zip(block2.trainable_variables, before2):
         np.testing.assert_array_equal(v.numpy(), b)
+
+
+def test_each_update_is_one_compiled_kernel():
+    block = make_block()
+    variables = block.trainable_variables
+    opt = AdamWeightDecay(0.01, weight_decay=0.1)
+    opt.build(variables)
+    gradients = [keras.ops.ones(v.shape) for v in variables]
+    assert xla_compiled_functions(lambda *g: opt.apply(g, variables), *gradients) == {"_adam_step"}
 
 
 # ----------------------------------------------------------------------------- clipping
