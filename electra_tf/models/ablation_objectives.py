@@ -16,6 +16,7 @@ disc_weight 1), each a batch-global mean as in `pretrainer.py`.
 import keras
 import tensorflow as tf
 
+from electra_tf.models.cross_entropy import sparse_softmax_cross_entropy
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.heads import DiscriminatorHead, make_generator_head
 from electra_tf.models.pretrainer import ElectraPretrainer
@@ -33,8 +34,7 @@ def copy_mixture_log_prob(mlm_logits, copy_logits, input_ids, target_ids):
     Returns:
       float32 [...].
     """
-    log_softmax_at_target = -tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=target_ids, logits=mlm_logits)
+    log_softmax_at_target = -sparse_softmax_cross_entropy(target_ids, mlm_logits)
     log_generate = tf.math.log_sigmoid(-copy_logits) + log_softmax_at_target
     log_copy_or_generate = tf.reduce_logsumexp(
         tf.stack([tf.math.log_sigmoid(copy_logits), log_generate]), axis=0)
@@ -113,8 +113,7 @@ class CorruptedInputMlmPretrainer(ElectraPretrainer):
         if self.copy_head is None:  # Replace MLM: the originals at the masked slots
             targets = tf.cast(batch["masked_lm_ids"], tf.int32)
             logits = self._mlm_logits(hidden, batch["masked_lm_positions"])
-            outputs[f"{name}_xent"] = tf.nn.sparse_softmax_cross_entropy_with_logits(
-                labels=targets, logits=logits)
+            outputs[f"{name}_xent"] = sparse_softmax_cross_entropy(targets, logits)
             predicted = tf.argmax(logits, axis=-1, output_type=tf.int32)
             weights = tf.cast(batch["masked_lm_weights"], tf.float32)
         else:  # All-Tokens MLM: every token, through the copy mechanism

@@ -35,6 +35,7 @@ import tensorflow as tf
 from electra_tf import presets
 from electra_tf.config import ModelConfig, ObjectiveConfig
 from electra_tf.models.accumulation import accumulated_gradients
+from electra_tf.models.cross_entropy import sparse_softmax_cross_entropy
 from electra_tf.models.embeddings import GdesEmbeddings
 from electra_tf.models.encoder import ElectraEncoder, make_embeddings
 from electra_tf.models.heads import DiscriminatorHead, make_generator_head
@@ -225,8 +226,7 @@ class ElectraPretrainer(ReplicatedModel):
                 masked_ids, input_mask, segment_ids, positions, training)
             outputs = {
                 "mlm_logits": mlm_logits,
-                "mlm_xent": tf.nn.sparse_softmax_cross_entropy_with_logits(
-                    labels=original_at_positions, logits=mlm_logits),
+                "mlm_xent": sparse_softmax_cross_entropy(original_at_positions, mlm_logits),
                 "mlm_correct": tf.cast(tf.equal(
                     tf.argmax(mlm_logits, axis=-1, output_type=tf.int32), original_at_positions),
                     tf.float32),

@@ -1,0 +1,54 @@
+"""The masked LM's softmax cross-entropy over the vocabulary, one XLA kernel each way."""
+
+import tensorflow as tf
+
+
+def sparse_softmax_cross_entropy(labels, logits):
+    """-log softmax(logits)[label] per row: `tf.nn.sparse_softmax_cross_entropy_with_logits`'s
+    values and gradient (within float32 rounding), for the generator's [batch, N, V] logits.
+
+    TensorFlow's kernel computes the loss and the gradient together, in passes over the
+    [batch * N, V] logits that on a CPU take longer than the generator's output matmul; here the
+    forward (max, sum of exponentials, the label's logit) and the backward (softmax minus the
+    one-hot label) are each one XLA-compiled kernel, the backward reusing the forward's
+    log-sum-exp. Labels must be in [0, V): unlike TensorFlow's CPU kernel, nothing checks them.
+
+    Args:
+      labels: int [...].
+      logits: float [..., V].
+    Returns:
+      float32 [...].
+    """
+    labels = tf.convert_to_tensor(labels)
+
+    @tf.custom_gradient
+    def cross_entropy(logits):
+        loss, log_sum_exp = _forward(labels, logits)
+
+        def gradient(upstream):
+            with tf.name_scope("cross_entropy_gradient"):  # names the kernel in a profile
+                return _backward(labels, logits, log_sum_exp, upstream)
+
+        return loss, gradient
+
+    with tf.name_scope("cross_entropy"):
+        return cross_entropy(logits)
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _forward(labels, logits):
+    """-> the loss and the log-sum-exp of each row [...], float32."""
+    logits = tf.cast(logits, tf.float32)
+    row_max = tf.reduce_max(logits, axis=-1)
+    log_sum_exp = row_max + tf.math.log(
+        tf.reduce_sum(tf.exp(logits - row_max[..., None]), axis=-1))
+    at_label = tf.gather(logits, labels[..., None], batch_dims=labels.shape.rank)[..., 0]
+    return log_sum_exp - at_label, log_sum_exp
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _backward(labels, logits, log_sum_exp, upstream):
+    """-> (softmax(logits) - one_hot(labels)) * upstream [..., V], in the logits' dtype."""
+    softmax = tf.exp(tf.cast(logits, tf.float32) - log_sum_exp[..., None])
+    one_hot = tf.one_hot(labels, tf.shape(logits)[-1], dtype=tf.float32)
+    return tf.cast((softmax - one_hot) * upstream[..., None], logits.dtype)
