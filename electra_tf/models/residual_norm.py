@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-from electra_tf.models.dropout import keep_mask, random_words
+from electra_tf.models.dropout import dropout_seed, keep_mask
 from electra_tf.models.layer_norm import (input_gradient, layer_norm, scale_and_shift_gradients,
                                           standardize)
 
@@ -13,9 +13,9 @@ def residual_layer_norm(x, branch, dropout_layer, norm_layer, training):
 
     At inference, and in training without dropout, it is `layer_norm(x + branch)` (at inference
     the graph that oneDNN rewrites when serving). In training the mask is
-    `electra_tf.models.dropout`'s, from the same random bits as `dropout(branch)` would draw,
-    and the scaling, residual add, casts and LayerNorm are one XLA-compiled kernel forward and
-    one backward (which recomputes the sum from x, branch and the bits rather than keeping it),
+    `electra_tf.models.dropout`'s, the one `dropout(branch)` would draw with the same seed, and
+    the scaling, residual add, casts and LayerNorm are one XLA-compiled kernel forward and
+    one backward (which recomputes the sum and the mask rather than keeping them),
     where TensorFlow's executor runs about a dozen kernels each way, each a pass over the
     activations; the matmuls around them stay oneDNN's. The maths is float32, as
     `layer_norm`'s: for bfloat16 inputs the residual sum is not rounded to bfloat16 first.
@@ -23,7 +23,7 @@ def residual_layer_norm(x, branch, dropout_layer, norm_layer, training):
     rate = dropout_layer.rate
     if not training or rate == 0:
         return layer_norm(x + branch, norm_layer, training)
-    words = random_words(dropout_layer, tf.size(branch))
+    seed = dropout_seed(dropout_layer)
     gamma = tf.convert_to_tensor(norm_layer.gamma, tf.float32)
     beta = tf.convert_to_tensor(norm_layer.beta, tf.float32)
     constants = (rate, norm_layer.epsilon)
@@ -32,31 +32,31 @@ def residual_layer_norm(x, branch, dropout_layer, norm_layer, training):
     def fused(x, branch, gamma, beta):
         def gradient(upstream):
             with tf.name_scope("layer_norm_gradient"):  # names the kernel in a profile
-                return _backward(x, branch, words, gamma, upstream, *constants)
+                return _backward(x, branch, seed, gamma, upstream, *constants)
 
-        return _forward(x, branch, words, gamma, beta, *constants), gradient
+        return _forward(x, branch, seed, gamma, beta, *constants), gradient
 
     with tf.name_scope("layer_norm"):
         return fused(x, branch, gamma, beta)
 
 
-def _residual_sum(x, branch, words, rate):
+def _residual_sum(x, branch, seed, rate):
     """float32 x + branch * mask / (1 - rate), and the mask times the scale (float32)."""
-    kept = keep_mask(words, tf.shape(branch), rate)
+    kept = keep_mask(seed, tf.shape(branch), rate)
     keep_scale = tf.cast(kept, tf.float32) * (1.0 / (1.0 - rate))
     return tf.cast(x, tf.float32) + tf.cast(branch, tf.float32) * keep_scale, keep_scale
 
 
 @tf.function(jit_compile=True, autograph=False)
-def _forward(x, branch, words, gamma, beta, rate, epsilon):
-    normalized, _ = standardize(_residual_sum(x, branch, words, rate)[0], epsilon)
+def _forward(x, branch, seed, gamma, beta, rate, epsilon):
+    normalized, _ = standardize(_residual_sum(x, branch, seed, rate)[0], epsilon)
     return tf.cast(normalized * gamma + beta, x.dtype)
 
 
 @tf.function(jit_compile=True, autograph=False)
-def _backward(x, branch, words, gamma, upstream, rate, epsilon):
+def _backward(x, branch, seed, gamma, upstream, rate, epsilon):
     """-> the gradients of x, branch (their dtype), gamma and beta (float32)."""
-    total, keep_scale = _residual_sum(x, branch, words, rate)
+    total, keep_scale = _residual_sum(x, branch, seed, rate)
     normalized, rstd = standardize(total, epsilon)
     upstream = tf.cast(upstream, tf.float32)
     total_gradient = input_gradient(upstream * gamma, normalized, rstd)

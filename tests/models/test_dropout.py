@@ -1,13 +1,14 @@
-"""Dropout from 16 random bits per element (electra_tf.models.dropout): Keras' dropout in
-distribution (rate, scale, fresh masks per call, gradient through the kept units), under XLA
-and in bfloat16."""
+"""Dropout from a counter-based hash (electra_tf.models.dropout): Keras' dropout in distribution
+(rate, scale, fresh masks per call, gradient through the kept units), under XLA and in bfloat16,
+one compiled kernel each way."""
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.models.dropout import dropout
+from electra_tf.models.dropout import dropout, dropout_seed, keep_mask
+from tests.models.helpers import xla_compiled_functions
 
 
 def _layer(rate, seed=0):
@@ -43,9 +44,10 @@ def test_each_call_draws_a_new_mask_and_a_seed_repeats_it():
     layer = _layer(0.5, seed=3)
     a, b = (dropout(x, layer, training=True).numpy() for _ in range(2))
     assert not np.array_equal(a, b)
-    # the bits are not correlated between neighbours (the two halves of one 32-bit draw)
+    # neighbouring counters, and the same element in consecutive calls, are not correlated
     pairs = (a.reshape(-1, 2) == 0)
     assert abs(np.mean(pairs[:, 0] & pairs[:, 1]) - 0.25) < 0.03
+    assert abs(np.mean((a == 0) & (b == 0)) - 0.25) < 0.03
 
 
 def test_gradient_is_the_mask_times_the_scale():
@@ -70,3 +72,32 @@ def test_same_masks_under_xla_and_in_bfloat16():
     plain = masked(tf.float32, False)
     np.testing.assert_array_equal(masked(tf.float32, True), plain)
     np.testing.assert_array_equal(masked(tf.bfloat16, False), plain)
+
+
+def test_the_mask_is_uniform_at_any_rate_and_every_bit_of_the_seed_counts():
+    seed = tf.constant([7, 11], tf.int32)
+    shape = tf.constant([1 << 20])
+    for rate in (0.05, 0.1, 0.5, 0.9):  # 2^20 draws: a standard deviation of at most 0.0005
+        assert abs(1 - keep_mask(seed, shape, rate).numpy().mean() - rate) < 0.003
+    mask = keep_mask(seed, shape, 0.5).numpy()
+    for other in ([7, 10], [6, 11], [7 + (1 << 30), 11]):
+        agreement = np.mean(mask == keep_mask(tf.constant(other, tf.int32), shape, 0.5).numpy())
+        assert abs(agreement - 0.5) < 0.003, other
+
+
+def test_keras_seeds_work():
+    layer = _layer(0.5, seed=2 ** 40)  # Keras allows seeds beyond int32
+    assert dropout_seed(layer).dtype == tf.int32
+    assert 0.4 < np.mean(dropout(tf.ones([4096]), layer, True).numpy() == 0) < 0.6
+
+
+def test_one_compiled_kernel_each_way():
+    layer = _layer(0.1)
+
+    def forward_and_backward(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_sum(dropout(x, layer, training=True))
+        return tape.gradient(loss, x)
+
+    assert xla_compiled_functions(forward_and_backward, tf.ones([8, 8])) == {"_scale_kept"}

@@ -36,11 +36,14 @@ def test_fit_on_strings_trains_as_on_the_same_features():
     text_history = by_text.fit(TEXTS, LABELS, batch_size=8, epochs=2, shuffle=False, verbose=0)
     feature_history = by_features.fit(features, LABELS, batch_size=8, epochs=2, shuffle=False,
                                       verbose=0)
+    # The two step graphs round the embeddings' LayerNorm differently (float32 differences of
+    # about 1e-7), which six SGD steps at 0.1 grow to a few 1e-5; a preprocessing mistake would
+    # move these values by far more.
     np.testing.assert_allclose(text_history.history["loss"], feature_history.history["loss"],
-                               rtol=1e-5)
+                               rtol=1e-4)
     np.testing.assert_allclose(by_text.predict(TEXTS[:3], verbose=0),
                                by_features.predict({k: v[:3] for k, v in features.items()},
-                                                   verbose=0), rtol=1e-5, atol=1e-6)
+                                                   verbose=0), rtol=1e-4, atol=1e-6)
 
 
 def test_evaluate_predict_and_validation_data_take_strings():
