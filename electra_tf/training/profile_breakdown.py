@@ -18,11 +18,14 @@ op's category (GELU's gradient is GELU). Each op gets the first category whose o
     casts                             Cast
     bias gradients                    BiasAddGrad
     XLA kernels (GELU, residual +     ExecuteAsyncOnStream: a kernel that XLA compiled inside a
-    LayerNorm, Adam)                  step run by TensorFlow's executor: the training GELU and
-                                      its derivative (electra_tf.models.activations), the
+    LayerNorm, dropout, cross-        step run by TensorFlow's executor: the training GELU and
+    entropy, Adam)                    its derivative (electra_tf.models.activations), the
                                       blocks' dropout + residual + LayerNorm
-                                      (electra_tf.models.residual_norm) and the optimizer's
-                                      update of each variable; the trace does not name them apart
+                                      (electra_tf.models.residual_norm), the other dropouts
+                                      (electra_tf.models.dropout), the generator's
+                                      cross-entropy (electra_tf.models.cross_entropy) and the
+                                      optimizer's update of each variable; the trace does not
+                                      name them apart
   by op name
     dropout (random numbers, masks)   dropout (keras' stateless_dropout: compare, select, scale)
     GELU                              Gelu, gelu
@@ -52,7 +55,7 @@ import collections
 import glob
 import os
 
-XLA_KERNELS = "XLA kernels (GELU, residual + LayerNorm, Adam)"
+XLA_KERNELS = "XLA kernels (GELU, residual + LayerNorm, dropout, cross-entropy, Adam)"
 TYPE_RULES = [
     ("matmul", ("MatMul", "Einsum")),
     ("loss and sampling", ("SoftmaxCrossEntropy",)),
