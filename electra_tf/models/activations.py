@@ -5,6 +5,8 @@ import math
 import keras
 import tensorflow as tf
 
+from electra_tf.models.xla_casts import from_float32, to_float32
+
 
 @keras.saving.register_keras_serializable(package="electra_tf")
 def gelu_approximate(x):
@@ -25,15 +27,15 @@ def get_activation(name):
 # around them stay oneDNN's. The derivative recomputes the CDF rather than keeping it.
 @tf.function(jit_compile=True, autograph=False)
 def _gelu(x):
-    x32 = tf.cast(x, tf.float32)
-    return tf.cast(x32 * _normal_cdf(x32), x.dtype)
+    x32 = to_float32(x)
+    return from_float32(x32 * _normal_cdf(x32), x.dtype)
 
 
 @tf.function(jit_compile=True, autograph=False)
 def _gelu_gradient(x, upstream):
-    x32 = tf.cast(x, tf.float32)
+    x32 = to_float32(x)
     pdf = tf.exp(-0.5 * tf.square(x32)) * (1.0 / math.sqrt(2.0 * math.pi))
-    return tf.cast(tf.cast(upstream, tf.float32) * (_normal_cdf(x32) + x32 * pdf), x.dtype)
+    return from_float32(to_float32(upstream) * (_normal_cdf(x32) + x32 * pdf), x.dtype)
 
 
 def _normal_cdf(x32):

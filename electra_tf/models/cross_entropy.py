@@ -2,6 +2,8 @@
 
 import tensorflow as tf
 
+from electra_tf.models.xla_casts import from_float32, to_float32
+
 
 def sparse_softmax_cross_entropy(labels, logits):
     """-log softmax(logits)[label] per row: `tf.nn.sparse_softmax_cross_entropy_with_logits`'s
@@ -38,7 +40,7 @@ def sparse_softmax_cross_entropy(labels, logits):
 @tf.function(jit_compile=True, autograph=False)
 def _forward(labels, logits):
     """-> the loss and the log-sum-exp of each row [...], float32."""
-    logits = tf.cast(logits, tf.float32)
+    logits = to_float32(logits)
     row_max = tf.reduce_max(logits, axis=-1)
     log_sum_exp = row_max + tf.math.log(
         tf.reduce_sum(tf.exp(logits - row_max[..., None]), axis=-1))
@@ -49,6 +51,6 @@ def _forward(labels, logits):
 @tf.function(jit_compile=True, autograph=False)
 def _backward(labels, logits, log_sum_exp, upstream):
     """-> (softmax(logits) - one_hot(labels)) * upstream [..., V], in the logits' dtype."""
-    softmax = tf.exp(tf.cast(logits, tf.float32) - log_sum_exp[..., None])
+    softmax = tf.exp(to_float32(logits) - log_sum_exp[..., None])
     one_hot = tf.one_hot(labels, tf.shape(logits)[-1], dtype=tf.float32)
-    return tf.cast((softmax - one_hot) * upstream[..., None], logits.dtype)
+    return from_float32((softmax - one_hot) * upstream[..., None], logits.dtype)

@@ -2,6 +2,8 @@
 
 import tensorflow as tf
 
+from electra_tf.models.xla_casts import from_float32, to_float32
+
 _WORDS = 1 << 32  # a uint32's values
 
 
@@ -70,4 +72,4 @@ def _scale_kept(x, seed, rate):
     """x * keep_mask / (1 - rate), in x's dtype (computed in float32: XLA's CPU code for
     bfloat16 arithmetic is slower than the casts)."""
     kept = tf.cast(keep_mask(seed, tf.shape(x), rate), tf.float32)
-    return tf.cast(tf.cast(x, tf.float32) * (kept * (1.0 / (1.0 - rate))), x.dtype)
+    return from_float32(to_float32(x) * (kept * (1.0 / (1.0 - rate))), x.dtype)

@@ -5,6 +5,7 @@ import tensorflow as tf
 from electra_tf.models.dropout import dropout_seed, keep_mask
 from electra_tf.models.layer_norm import (input_gradient, layer_norm, scale_and_shift_gradients,
                                           standardize)
+from electra_tf.models.xla_casts import from_float32, to_float32
 
 
 def residual_layer_norm(x, branch, dropout_layer, norm_layer, training):
@@ -44,13 +45,13 @@ def _residual_sum(x, branch, seed, rate):
     """float32 x + branch * mask / (1 - rate), and the mask times the scale (float32)."""
     kept = keep_mask(seed, tf.shape(branch), rate)
     keep_scale = tf.cast(kept, tf.float32) * (1.0 / (1.0 - rate))
-    return tf.cast(x, tf.float32) + tf.cast(branch, tf.float32) * keep_scale, keep_scale
+    return to_float32(x) + to_float32(branch) * keep_scale, keep_scale
 
 
 @tf.function(jit_compile=True, autograph=False)
 def _forward(x, branch, seed, gamma, beta, rate, epsilon):
     normalized, _ = standardize(_residual_sum(x, branch, seed, rate)[0], epsilon)
-    return tf.cast(normalized * gamma + beta, x.dtype)
+    return from_float32(normalized * gamma + beta, x.dtype)
 
 
 @tf.function(jit_compile=True, autograph=False)
@@ -58,7 +59,8 @@ def _backward(x, branch, seed, gamma, upstream, rate, epsilon):
     """-> the gradients of x, branch (their dtype), gamma and beta (float32)."""
     total, keep_scale = _residual_sum(x, branch, seed, rate)
     normalized, rstd = standardize(total, epsilon)
-    upstream = tf.cast(upstream, tf.float32)
+    upstream = to_float32(upstream)
     total_gradient = input_gradient(upstream * gamma, normalized, rstd)
-    return (tf.cast(total_gradient, x.dtype), tf.cast(total_gradient * keep_scale, branch.dtype),
+    return (from_float32(total_gradient, x.dtype),
+            from_float32(total_gradient * keep_scale, branch.dtype),
             *scale_and_shift_gradients(upstream, normalized))
