@@ -175,9 +175,11 @@ class ElectraPretrainer(ReplicatedModel):
     # ---- the networks -------------------------------------------------------------------------
 
     def generator_logits(self, input_ids, input_mask, segment_ids, positions, training=False):
-        """float32 MLM logits [batch, N, V] at `positions` [batch, N] only."""
+        """MLM logits [batch, N, V] at `positions` [batch, N] only, in the compute dtype (the
+        cross-entropy and sampling kernels compute in float32 inside: a cast here would be one
+        more pass over the logits each way)."""
         hidden = self.generator(input_ids, input_mask, segment_ids, training=training)
-        return tf.cast(self.generator_head(hidden, mask_positions=positions), tf.float32)
+        return self.generator_head(hidden, mask_positions=positions)
 
     def discriminator_logits(self, input_ids, input_mask, segment_ids, training=False):
         """float32 "replaced" logits [batch, seq]."""
@@ -225,7 +227,7 @@ class ElectraPretrainer(ReplicatedModel):
             mlm_logits = self.generator_logits(
                 masked_ids, input_mask, segment_ids, positions, training)
             outputs = {
-                "mlm_logits": mlm_logits,
+                "mlm_logits": tf.cast(mlm_logits, tf.float32),  # pruned from a step not using it
                 "mlm_xent": sparse_softmax_cross_entropy(original_at_positions, mlm_logits),
                 "mlm_correct": tf.cast(tf.equal(
                     tf.argmax(mlm_logits, axis=-1, output_type=tf.int32), original_at_positions),
@@ -269,10 +271,9 @@ class ElectraPretrainer(ReplicatedModel):
 
     def _sample(self, mlm_logits, original_ids, noise):
         """Draws ids [batch, N] from softmax(logits / temperature) with uniform `noise`."""
-        logits = mlm_logits / self.objective.temperature
-        if self.objective.disallow_correct:
-            logits -= 1000.0 * tf.one_hot(original_ids, tf.shape(logits)[-1])
-        return sample_token_ids(logits, noise)
+        return sample_token_ids(
+            mlm_logits, noise, self.objective.temperature,
+            excluded_ids=original_ids if self.objective.disallow_correct else None)
 
     def loss_terms(self, batch):
         """{name: (weight, key of the per-token loss in the outputs, per-token weights)}: the

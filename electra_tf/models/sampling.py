@@ -4,22 +4,50 @@ import math
 
 import tensorflow as tf
 
+from electra_tf.models.xla_casts import to_float32
 
-def sample_token_ids(logits, uniform):
-    """Draws one id per row of `logits` from softmax(logits), exactly, by inverse CDF.
+
+def sample_token_ids(logits, uniform, temperature=1.0, excluded_ids=None):
+    """Draws one id per row of `logits` from softmax(logits / temperature), exactly, by inverse
+    CDF, in one XLA-compiled kernel.
 
     The original uses Gumbel-max, which needs a uniform number for every vocabulary entry
     ([batch, N, V] of them). Inverse CDF needs one per draw, so the noise for a whole global
     batch is cheap to generate on every replica and slice: one device and N replicas then draw
     the same samples. A cumsum over 30k entries is slow under XLA on CPU, so the search runs in
     two levels: pick a block of about sqrt(V) ids by block mass, then an id inside the block.
+    The kernel computes in float32 whatever the logits' dtype, so bfloat16 logits need no cast
+    (a pass over [batch, N, V]) before it; the temperature and the excluded ids' penalty are
+    applied inside it too.
 
     Args:
-      logits: float32 [..., V].
+      logits: float [..., V] (float32, bfloat16 or float16).
       uniform: float32 [...] in [0, 1), one number per draw.
+      temperature: a positive Python float.
+      excluded_ids: None, or int [...]: one id per draw whose logit is lowered by 1000 first
+        (the original's `disallow_correct`: practically never drawn).
     Returns:
       int32 [...]; never an id whose probability is exactly 0.
     """
+    if excluded_ids is None:
+        return _draw(logits, uniform, temperature)
+    return _draw_excluding(logits, uniform, temperature, tf.cast(excluded_ids, tf.int32))
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _draw_excluding(logits, uniform, temperature, excluded_ids):
+    logits = to_float32(logits) / temperature
+    logits -= 1000.0 * tf.one_hot(excluded_ids, tf.shape(logits)[-1])
+    return _inverse_cdf(logits, uniform)
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _draw(logits, uniform, temperature):
+    return _inverse_cdf(to_float32(logits) / temperature, uniform)
+
+
+def _inverse_cdf(logits, uniform):
+    """The two-level search of `sample_token_ids` on float32 `logits` [..., V]."""
     vocab_size = logits.shape[-1]
     block_size = int(math.ceil(math.sqrt(vocab_size)))
     num_blocks = int(math.ceil(vocab_size / block_size))

@@ -134,6 +134,10 @@ def test_mixed_bfloat16_trains(dtype_policy):
     assert last["mlm_loss"] < first["mlm_loss"] - 0.5  # measured 1.6 (oneDNN and Eigen alike)
     out = model.compute_objective(batches[0], 0)
     assert out["mlm_logits"].dtype == tf.float32 and out["disc_logits"].dtype == tf.float32
+    # The cross-entropy and sampling kernels take the generator's bf16 logits without a cast.
+    b = batches[0]
+    assert model.generator_logits(b["input_ids"], b["input_mask"], b["segment_ids"],
+                                  b["masked_lm_positions"]).dtype == tf.bfloat16
 
 
 def test_mixed_float16_uses_loss_scaling(dtype_policy):

@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.models.sampling import sample_token_ids
+from tests.models.helpers import xla_compiled_functions
 
 LARGEST_BELOW_ONE = np.nextafter(np.float32(1.0), np.float32(0.0))
 
@@ -244,3 +245,40 @@ def test_zero_probability_ids_never_drawn_at_block_boundaries(vocab):
         assert ids.min() >= 0 and ids.max() < vocab
         bad = zero[ids]
         assert not bad.any(), (all_uniform[bad][:5], ids[bad][:5])
+
+
+def test_temperature_divides_the_logits():
+    logits = tf.random.stateless_normal([200, 101], seed=[17, 0]) * 3.0
+    uniform = tf.random.stateless_uniform([200], seed=[18, 0])
+    for temperature in (0.5, 2.0):  # powers of two: dividing first is exact
+        np.testing.assert_array_equal(sample_token_ids(logits, uniform, temperature).numpy(),
+                                      sample_token_ids(logits / temperature, uniform).numpy())
+
+
+def test_excluded_ids_are_not_drawn():
+    vocab, n = 37, 20_000
+    logits = np.zeros([n, vocab], np.float32)
+    excluded = np.arange(n) % vocab
+    logits[np.arange(n), excluded] = 8.0  # the excluded id would be drawn 99% of the time
+    uniform = tf.random.stateless_uniform([n], seed=[19, 0])
+    ids = sample_token_ids(tf.constant(logits), uniform, excluded_ids=tf.constant(excluded)).numpy()
+    assert not np.any(ids == excluded)
+    # The rest stay uniform: each of the other 36 ids about 1/36 of the draws.
+    others = (ids - excluded) % vocab
+    assert np.abs(np.bincount(others, minlength=vocab)[1:] / n - 1 / 36).max() < 0.006
+
+
+def test_bfloat16_logits_draw_as_their_float32_values():
+    logits = tf.cast(tf.random.stateless_normal([300, 1000], seed=[20, 0]) * 3.0, tf.bfloat16)
+    uniform = tf.random.stateless_uniform([300], seed=[21, 0])
+    np.testing.assert_array_equal(
+        sample_token_ids(logits, uniform, 2.0).numpy(),
+        sample_token_ids(tf.cast(logits, tf.float32), uniform, 2.0).numpy())
+
+
+def test_one_compiled_kernel():
+    logits, uniform = tf.zeros([4, 50]), tf.zeros([4])
+    assert xla_compiled_functions(lambda l, u: sample_token_ids(l, u), logits, uniform) == {"_draw"}
+    assert xla_compiled_functions(
+        lambda l, u: sample_token_ids(l, u, excluded_ids=tf.zeros([4], tf.int32)),
+        logits, uniform) == {"_draw_excluding"}
