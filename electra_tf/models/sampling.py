@@ -55,17 +55,21 @@ def _inverse_cdf(logits, uniform):
     logits = tf.reshape(logits, [-1, vocab_size])
     uniform = tf.reshape(uniform, [-1])
 
-    probs = tf.exp(logits - tf.reduce_max(logits, axis=-1, keepdims=True))  # unnormalised
-    probs = tf.pad(probs, [[0, 0], [0, num_blocks * block_size - vocab_size]])
-    blocks = tf.reshape(probs, [-1, num_blocks, block_size])
-    block_mass = tf.reduce_sum(blocks, axis=-1)
+    # The logits less their maximum, padded with -inf (probability 0), in blocks. The
+    # exponentials (unnormalised probabilities) are summed per block and recomputed for the one
+    # chosen block, rather than kept: that saves writing and reading a [rows, V] tensor.
+    shifted = logits - tf.reduce_max(logits, axis=-1, keepdims=True)
+    shifted = tf.pad(shifted, [[0, 0], [0, num_blocks * block_size - vocab_size]],
+                     constant_values=-math.inf)
+    blocks = tf.reshape(shifted, [-1, num_blocks, block_size])
+    block_mass = tf.reduce_sum(tf.exp(blocks), axis=-1)
     block_cdf = tf.cumsum(block_mass, axis=-1)
     total = block_cdf[:, -1]
     target = tf.minimum(uniform * total, tf.math.nextafter(total, tf.zeros_like(total)))
 
     block = tf.reduce_sum(tf.cast(block_cdf <= target[:, None], tf.int32), axis=-1)
     mass_before = tf.gather(block_cdf - block_mass, block, batch_dims=1)
-    in_block_cdf = tf.cumsum(tf.gather(blocks, block, batch_dims=1), axis=-1)
+    in_block_cdf = tf.cumsum(tf.exp(tf.gather(blocks, block, batch_dims=1)), axis=-1)
     within = tf.maximum(target - mass_before, 0.0)  # >= 0, so a leading zero-probability id is skipped
     offset = tf.reduce_sum(tf.cast(in_block_cdf <= within[:, None], tf.int32), axis=-1)
     # Rounding can put the target past the block's last id: fall back to its last non-zero id.
