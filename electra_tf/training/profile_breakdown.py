@@ -19,11 +19,12 @@ op's category (GELU's gradient is GELU). Each op gets the first category whose o
     bias gradients                    BiasAddGrad
     XLA kernels (GELU, residual +     ExecuteAsyncOnStream: a kernel that XLA compiled inside a
     LayerNorm, dropout, cross-        step run by TensorFlow's executor: the training GELU and
-    entropy, Adam)                    its derivative (electra_tf.models.activations), the
+    entropy, sampling, Adam)          its derivative (electra_tf.models.activations), the
                                       blocks' dropout + residual + LayerNorm
                                       (electra_tf.models.residual_norm), the other dropouts
                                       (electra_tf.models.dropout), the generator's
-                                      cross-entropy (electra_tf.models.cross_entropy) and the
+                                      cross-entropy (electra_tf.models.cross_entropy), the
+                                      sampling (electra_tf.models.sampling) and the
                                       optimizer's update of each variable; the trace does not
                                       name them apart
   by op name
@@ -55,7 +56,7 @@ import collections
 import glob
 import os
 
-XLA_KERNELS = "XLA kernels (GELU, residual + LayerNorm, dropout, cross-entropy, Adam)"
+XLA_KERNELS = "XLA kernels (GELU, residual + LayerNorm, dropout, cross-entropy, sampling, Adam)"
 TYPE_RULES = [
     ("matmul", ("MatMul", "Einsum")),
     ("loss and sampling", ("SoftmaxCrossEntropy",)),
