@@ -11,6 +11,7 @@ from electra_tf.models.activations import get_activation
 from electra_tf.models.embeddings import ElectraEmbeddings
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.heads import DiscriminatorHead
+from electra_tf.models import transformer
 from electra_tf.models.transformer import TransformerLayer
 
 INIT_STD = 0.02
@@ -265,6 +266,39 @@ def test_transformer_gelu_gradient_form_only_in_training():
 
     assert "IdentityN" in op_types(True) and "IdentityN" not in op_types(False)
     assert "Erfc" in op_types(False)
+
+
+def test_narrowing_dense_gradients_match_the_plain_dense():
+    """The feed-forward output's dense (in > out) computes its kernel gradient as (dy^T x)^T in
+    float32 training: the same values as autodiff through matmul + bias_add."""
+    x = tf.random.stateless_normal([9, 12], seed=[13, 0])
+    kernel = tf.random.stateless_normal([12, 5], seed=[13, 1])
+    bias = tf.random.stateless_normal([5], seed=[13, 2])
+    results = []
+    for training in (True, False):
+        with tf.GradientTape() as tape:
+            tape.watch([x, kernel, bias])
+            out = transformer._dense(x, kernel, bias, training)
+            loss = tf.reduce_sum(out * tf.sin(out))
+        results.append([out] + tape.gradient(loss, [x, kernel, bias]))
+    for narrowing, plain in zip(*results):
+        np.testing.assert_allclose(narrowing.numpy(), plain.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("in_out, dtype, training, narrowing", [
+    ((12, 5), tf.float32, True, True),
+    ((12, 5), tf.float32, False, False),  # inference: the graph oneDNN fuses when serving
+    ((12, 5), tf.bfloat16, True, False),  # the plain bf16 product measured faster
+    ((5, 12), tf.float32, True, False),
+    ((5, 5), tf.float32, True, False),
+])
+def test_dense_takes_the_narrowing_gradient_only_for_float32_training_with_in_above_out(
+        in_out, dtype, training, narrowing):
+    x = tf.zeros([4, in_out[0]], dtype)
+    kernel, bias = tf.zeros(in_out), tf.zeros([in_out[1]])
+    graph = tf.function(lambda x: transformer._dense(x, kernel, bias, training)
+                        ).get_concrete_function(x).graph
+    assert ("IdentityN" in {op.type for op in graph.get_operations()}) == narrowing
 
 
 @pytest.mark.parametrize("seq", [1, 2, 7, 16])
