@@ -5,7 +5,7 @@ import tensorflow as tf
 from electra_tf.models.xla_casts import from_float32, to_float32
 
 
-def sparse_softmax_cross_entropy(labels, logits):
+def sparse_softmax_cross_entropy(labels, logits, return_correct=False):
     """-log softmax(logits)[label] per row: `tf.nn.sparse_softmax_cross_entropy_with_logits`'s
     values and gradient (within float32 rounding), for the generator's [batch, N, V] logits.
 
@@ -18,34 +18,41 @@ def sparse_softmax_cross_entropy(labels, logits):
     Args:
       labels: int [...].
       logits: float [..., V].
+      return_correct: also return, from the same kernel, whether each row's label has the
+        row's highest logit: `argmax(logits) == labels` (the masked LM's accuracy) without a
+        separate pass over the logits, except that a label tied with an earlier id for the
+        maximum counts as correct.
     Returns:
-      float32 [...].
+      float32 [...]; with `return_correct`, the loss and float32 1/0 [...].
     """
     labels = tf.convert_to_tensor(labels)
 
     @tf.custom_gradient
     def cross_entropy(logits):
-        loss, log_sum_exp = _forward(labels, logits)
+        loss, log_sum_exp, correct = _forward(labels, logits)
 
-        def gradient(upstream):
+        def gradient(upstream, unused_upstream_of_correct):
             with tf.name_scope("cross_entropy_gradient"):  # names the kernel in a profile
                 return _backward(labels, logits, log_sum_exp, upstream)
 
-        return loss, gradient
+        return (loss, correct), gradient
 
     with tf.name_scope("cross_entropy"):
-        return cross_entropy(logits)
+        loss, correct = cross_entropy(logits)
+    return (loss, tf.stop_gradient(correct)) if return_correct else loss
 
 
 @tf.function(jit_compile=True, autograph=False)
 def _forward(labels, logits):
-    """-> the loss and the log-sum-exp of each row [...], float32."""
+    """-> the loss, the log-sum-exp of each row and whether its label's logit is the row's
+    maximum (1/0) [...], float32."""
     logits = to_float32(logits)
     row_max = tf.reduce_max(logits, axis=-1)
     log_sum_exp = row_max + tf.math.log(
         tf.reduce_sum(tf.exp(logits - row_max[..., None]), axis=-1))
     at_label = tf.gather(logits, labels[..., None], batch_dims=labels.shape.rank)[..., 0]
-    return log_sum_exp - at_label, log_sum_exp
+    return (log_sum_exp - at_label, log_sum_exp,
+            tf.cast(at_label >= row_max, tf.float32))
 
 
 @tf.function(jit_compile=True, autograph=False)

@@ -226,12 +226,12 @@ class ElectraPretrainer(ReplicatedModel):
         else:
             mlm_logits = self.generator_logits(
                 masked_ids, input_mask, segment_ids, positions, training)
+            xent, correct = sparse_softmax_cross_entropy(
+                original_at_positions, mlm_logits, return_correct=True)
             outputs = {
                 "mlm_logits": tf.cast(mlm_logits, tf.float32),  # pruned from a step not using it
-                "mlm_xent": sparse_softmax_cross_entropy(original_at_positions, mlm_logits),
-                "mlm_correct": tf.cast(tf.equal(
-                    tf.argmax(mlm_logits, axis=-1, output_type=tf.int32), original_at_positions),
-                    tf.float32),
+                "mlm_xent": xent,
+                "mlm_correct": correct,  # the label has the highest logit (argmax, ties aside)
             }
         if not self.objective.electra_objective:
             return outputs

@@ -61,3 +61,35 @@ def test_runs_the_compiled_kernels_both_ways():
         return tape.gradient(loss, logits)
 
     assert xla_compiled_functions(loss_and_gradient, logits) == {"_forward", "_backward"}
+
+
+@pytest.mark.parametrize("dtype", [tf.float32, tf.bfloat16])
+def test_correct_is_the_argmax_equal_to_the_label_from_the_same_kernel(dtype):
+    labels, logits = _inputs(dtype)
+    # make the label the row's maximum in every other row, so both outcomes occur
+    argmax = tf.argmax(logits, axis=-1, output_type=tf.int32)
+    labels = tf.where(tf.range(15)[:, None] % 2 == 0, tf.reshape(argmax, [15, 1]),
+                      tf.reshape(labels, [15, 1]))
+    labels = tf.reshape(labels, [3, 5])
+    loss, correct = sparse_softmax_cross_entropy(labels, logits, return_correct=True)
+    np.testing.assert_array_equal(loss.numpy(), sparse_softmax_cross_entropy(labels, logits))
+    expected = tf.cast(tf.equal(argmax, labels), tf.float32).numpy()
+    assert correct.dtype == tf.float32 and 8 <= expected.sum() < 15
+    np.testing.assert_array_equal(correct.numpy(), expected)
+
+
+def test_correct_counts_a_label_tied_for_the_maximum():
+    logits = tf.constant([[1.0, 3.0, 3.0, 0.0]])
+    _, correct = sparse_softmax_cross_entropy(tf.constant([2]), logits, return_correct=True)
+    assert correct.numpy().tolist() == [1.0]  # argmax would say 1, the first of the tie
+
+
+def test_correct_has_no_gradient_and_leaves_the_loss_gradient_alone():
+    labels, logits = _inputs()
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(logits)
+        loss, correct = sparse_softmax_cross_entropy(labels, logits, return_correct=True)
+        plain = sparse_softmax_cross_entropy(labels, logits)
+    assert tape.gradient(correct, logits) is None
+    np.testing.assert_array_equal(tape.gradient(loss, logits).numpy(),
+                                  tape.gradient(plain, logits).numpy())
