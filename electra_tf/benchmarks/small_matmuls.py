@@ -10,8 +10,14 @@ makes the product single-threaded, and the GFLOP/s of `--chain` such products in
 run one op at a time (and, with torch installed, of `torch.addmm` on as many threads as
 TensorFlow's intra-op pool).
 
+`--gradients` adds each product's two gradients as training computes them, the input's dy @ W^T
+and the kernel's x^T @ dy (`torch.matmul` on transposed views for torch): at a training batch's
+`--rows` (4096 for 32 x 128) they compare TensorFlow's oneDNN kernels with torch's own on the
+shapes of a training step.
+
   python -m electra_tf.benchmarks.small_matmuls --rows 128
   python -m electra_tf.benchmarks.small_matmuls --rows 128 --threads 1
+  python -m electra_tf.benchmarks.small_matmuls --rows 4096 --gradients --chain 12
 """
 
 import json
@@ -26,6 +32,8 @@ flags.DEFINE_integer("hidden", 256, "Hidden size H (ELECTRA-Small 256, Base 768)
 flags.DEFINE_integer("intermediate", 1024, "Feed-forward size (ELECTRA-Small 1024, Base 3072).")
 flags.DEFINE_integer("threads", 0, "TensorFlow intra-op threads (0: TensorFlow's default).")
 flags.DEFINE_integer("chain", 24, "Products per timed call.")
+flags.DEFINE_bool("gradients", False, "Also time each product's input gradient dy @ W^T and "
+                  "kernel gradient x^T @ dy.")
 flags.DEFINE_integer("repeats", 30, "Timed calls per shape (the median is reported).")
 FLAGS = flags.FLAGS
 
@@ -85,34 +93,57 @@ def main(argv):
     l2 = l2_bytes_per_core()
     h, f, m = FLAGS.hidden, FLAGS.intermediate, FLAGS.rows
     rng = np.random.default_rng(0)
+
+    def matrices(rows, cols):  # distinct inputs: grappler merges equal products
+        return [rng.normal(size=(rows, cols)).astype(np.float32) for _ in range(FLAGS.chain)]
+
     for what, k, n in (("query/key/value or output projection", h, h),
                        ("feed-forward in", h, f), ("feed-forward out", f, h)):
-        xs = [tf.constant(rng.normal(size=(m, k)).astype(np.float32))
-              for _ in range(FLAGS.chain)]  # distinct inputs: grappler merges equal products
-        w = tf.Variable((rng.normal(size=(k, n)) / np.sqrt(k)).astype(np.float32))
-        chain = tf.function(lambda w=w, xs=xs: [tf.matmul(x, w) for x in xs])
+        xs, dys = matrices(m, k), matrices(m, n)
+        w = (rng.normal(size=(k, n)) / np.sqrt(k)).astype(np.float32)
+        bias = torch.zeros(n) if torch is not None else None
+        products = [(what, (m, k, n), lambda x, dy, w: tf.matmul(x, w),
+                     lambda x, dy, w: torch.addmm(bias, x, w))]
+        if FLAGS.gradients:
+            products += [
+                (f"{what}, input gradient dy @ W^T", (m, n, k),
+                 lambda x, dy, w: tf.matmul(dy, w, transpose_b=True),
+                 lambda x, dy, w: torch.matmul(dy, w.t())),
+                (f"{what}, kernel gradient x^T @ dy", (k, m, n),
+                 lambda x, dy, w: tf.matmul(x, dy, transpose_a=True),
+                 lambda x, dy, w: torch.matmul(x.t(), dy))]
+        for name, shape, tf_product, torch_product in products:
+            print(json.dumps(_timed(name, shape, l2, xs, dys, w, tf_product, torch_product,
+                                    tf, torch)), flush=True)
 
-        flops = 2 * m * k * n * FLAGS.chain
-        record = {"product": f"[{m}, {k}] @ [{k}, {n}]", "what": what,
-                  "operand_mib": round(operand_bytes(m, k, n) / 2 ** 20, 2),
-                  "l2_mib_per_core": round(l2 / 2 ** 20, 2) if l2 else None,
-                  "single_threaded_by_rule": single_threaded_by_rule(m, k, n, l2) if l2 else None,
-                  "tf_threads": FLAGS.threads or "default",
-                  "tf_gflop_per_s": round(flops / _median_seconds(
-                      chain, FLAGS.repeats) / 1e9, 1)}
-        if torch is not None:
-            xts = [torch.from_numpy(x.numpy()) for x in xs]
-            wt, bias = torch.from_numpy(w.numpy()), torch.zeros(n)
 
-            def torch_chain():
-                with torch.no_grad():
-                    for xt in xts:
-                        torch.addmm(bias, xt, wt)
+def _timed(what, shape, l2, xs, dys, w, tf_product, torch_product, tf, torch):
+    """One JSON record: `--chain` products [m, k] @ [k, n] (`shape`) of `tf_product` over the
+    inputs `xs`, `dys` and the kernel `w`, timed in one tf.function, and `torch_product`'s."""
+    m, k, n = shape
+    xs_tf, dys_tf = [tf.constant(x) for x in xs], [tf.constant(dy) for dy in dys]
+    w_tf = tf.Variable(w)
+    chain = tf.function(lambda: [tf_product(x, dy, w_tf) for x, dy in zip(xs_tf, dys_tf)])
+    flops = 2 * m * k * n * FLAGS.chain
+    record = {"product": f"[{m}, {k}] @ [{k}, {n}]", "what": what,
+              "operand_mib": round(operand_bytes(m, k, n) / 2 ** 20, 2),
+              "l2_mib_per_core": round(l2 / 2 ** 20, 2) if l2 else None,
+              "single_threaded_by_rule": single_threaded_by_rule(m, k, n, l2) if l2 else None,
+              "tf_threads": FLAGS.threads or "default",
+              "tf_gflop_per_s": round(flops / _median_seconds(chain, FLAGS.repeats) / 1e9, 1)}
+    if torch is not None:
+        xts, dyts = [torch.from_numpy(x) for x in xs], [torch.from_numpy(dy) for dy in dys]
+        wt = torch.from_numpy(w)
 
-            record["torch_threads"] = torch.get_num_threads()
-            record["torch_gflop_per_s"] = round(
-                flops / _median_seconds(torch_chain, FLAGS.repeats) / 1e9, 1)
-        print(json.dumps(record), flush=True)
+        def torch_chain():
+            with torch.no_grad():
+                for xt, dyt in zip(xts, dyts):
+                    torch_product(xt, dyt, wt)
+
+        record["torch_threads"] = torch.get_num_threads()
+        record["torch_gflop_per_s"] = round(
+            flops / _median_seconds(torch_chain, FLAGS.repeats) / 1e9, 1)
+    return record
 
 
 if __name__ == "__main__":

@@ -43,3 +43,22 @@ def test_command_prints_one_line_per_product():
     assert [r["product"] for r in records] == ["[64, 64] @ [64, 64]", "[64, 64] @ [64, 128]",
                                                "[64, 128] @ [128, 64]"]
     assert all(r["tf_gflop_per_s"] > 0 and r["tf_threads"] == 1 for r in records)
+
+
+@pytest.mark.slow
+def test_gradients_add_each_products_two_training_gradients():
+    result = subprocess.run(
+        [sys.executable, "-m", "electra_tf.benchmarks.small_matmuls", "--rows", "32", "--hidden",
+         "16", "--intermediate", "48", "--chain", "2", "--repeats", "2", "--threads", "1",
+         "--gradients"],
+        capture_output=True, text=True, timeout=300, check=True)
+    records = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    # Per weight [k, n]: x [32, k] @ W, dy [32, n] @ W^T -> [32, k], x^T @ dy -> [k, n].
+    assert [r["product"] for r in records] == [
+        "[32, 16] @ [16, 16]", "[32, 16] @ [16, 16]", "[16, 32] @ [32, 16]",
+        "[32, 16] @ [16, 48]", "[32, 48] @ [48, 16]", "[16, 32] @ [32, 48]",
+        "[32, 48] @ [48, 16]", "[32, 16] @ [16, 48]", "[48, 32] @ [32, 16]"]
+    assert [r["what"].split(", ")[-1] for r in records[:3]] == [
+        "query/key/value or output projection", "input gradient dy @ W^T",
+        "kernel gradient x^T @ dy"]
+    assert all(r["tf_gflop_per_s"] > 0 for r in records)
