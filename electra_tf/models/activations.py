@@ -40,10 +40,11 @@ def _gelu_gradient(x, upstream):
 
 def _normal_cdf(x32):
     # The original's 0.5 * (1 + erf(x / sqrt(2))), not tf.nn.gelu's erfc form: XLA expands erfc
-    # into several approximations (one with an exp) and a select, so on [4096, 1024] float32 the forward kernel
-    # took 4.3-4.7 ms with erfc and 2.0-2.1 ms with erf (Intel Xeon with AMX, 2026-11-27). This
-    # CDF is within 1.7e-7 of the exact one everywhere, erfc's within 8.5e-8 (1 + erf loses
-    # relative precision in the far left tail, where the CDF and so the GELU are near 0).
+    # into several approximations (one with an exp) and a select, so on [4096, 1024] float32 the
+    # forward kernel took 4.3-4.7 ms with erfc and 2.0-2.1 ms with erf (Intel Xeon with AMX,
+    # 2026-11-27). This CDF is within 1.7e-7 of the exact one everywhere, erfc's within 8.5e-8
+    # (1 + erf loses relative precision in the far left tail, where the CDF and the GELU are
+    # near 0).
     return 0.5 * (1.0 + tf.math.erf(x32 * math.sqrt(0.5)))
 
 
