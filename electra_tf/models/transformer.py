@@ -114,9 +114,14 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
         attention = self._self_attention_layer
         heads, head_size = attention.num_heads, attention.key_dim
         hidden = heads * head_size
-        query = _split_heads(x, attention._query_dense, batch, rows)
-        scores = tf.matmul(query * tf.cast(attention._inverse_sqrt_key_dim, query.dtype), key,
-                           transpose_b=True)  # [batch, heads, rows, seq]
+        scale = attention._inverse_sqrt_key_dim
+        if training:  # the scale on the projection's kernel and bias, [H, H] + [H], not on the
+            # queries [batch, heads, rows, d] each way; exact when it is a power of 2 (d = 64)
+            query = _split_heads(x, attention._query_dense, batch, rows, scale)
+        else:
+            query = _split_heads(x, attention._query_dense, batch, rows)
+            query *= tf.cast(scale, query.dtype)
+        scores = tf.matmul(query, key, transpose_b=True)  # [batch, heads, rows, seq]
         if padding_mask is not None:  # an added bias, not keras's tf.where: no gradient op
             scores += _padding_bias(padding_mask, scores.dtype)
         probabilities = dropout(tf.nn.softmax(scores), attention._dropout_layer, training)
@@ -156,12 +161,16 @@ def _narrowing_dense(x, kernel, bias):
     return tf.nn.bias_add(tf.matmul(x, kernel), bias), gradient
 
 
-def _split_heads(x, projection, batch, seq):
-    """x [batch * seq, H] through a query/key/value EinsumDense -> [batch, heads, seq, d]."""
+def _split_heads(x, projection, batch, seq, scale=None):
+    """x [batch * seq, H] through a query/key/value EinsumDense, its kernel and bias times
+    `scale` if given -> [batch, heads, seq, d]."""
     heads, head_size = projection.kernel.shape[1:]
     hidden = heads * head_size
-    y = _dense(x, tf.reshape(projection.kernel, [-1, hidden]),
-               tf.reshape(projection.bias, [hidden]))
+    kernel = tf.reshape(projection.kernel, [-1, hidden])
+    bias = tf.reshape(projection.bias, [hidden])
+    if scale is not None:
+        kernel, bias = kernel * scale, bias * scale
+    y = _dense(x, kernel, bias)
     return tf.transpose(tf.reshape(y, [batch, seq, heads, head_size]), [0, 2, 1, 3])
 
 

@@ -328,6 +328,34 @@ def test_transformer_inference_runs_the_sequence_halves_apart_with_the_same_outp
     assert softmaxes(False) == 2 and softmaxes(True) == 1
 
 
+def test_transformer_training_scales_the_query_kernel_not_the_queries():
+    """In training 1/sqrt(head size) multiplies the query projection's kernel and bias, so no
+    Mul runs over the queries [batch, heads, rows, d] forward or backward; inference keeps
+    keras's multiply on the queries (at batch 1 they are smaller than the kernel). With d = 16
+    the scale is 1/4, a power of 2: the two orders give the same numbers."""
+    layer = TransformerLayer(64, 4, dropout=0.0, attention_dropout=0.0)
+    x = tf.random.stateless_normal([2, 7, 64], seed=[13, 0])
+    mask = tf.constant([[1] * 7, [1, 1, 1, 1, 0, 0, 0]])
+    layer(x, padding_mask=mask)
+
+    def query_multiplies(training):
+        def loss(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = tf.reduce_sum(layer(x, padding_mask=mask, training=training) ** 2)
+            return tape.gradient(y, x)
+
+        graph = tf.function(loss).get_concrete_function(x).graph
+        return [op for op in graph.get_operations() if op.type == "Mul"
+                and op.outputs[0].shape.rank == 4 and op.outputs[0].shape[-1] == 16]
+
+    assert not query_multiplies(True) and query_multiplies(False)
+    flat, query_dense = tf.reshape(x, [-1, 64]), layer._self_attention_layer._query_dense
+    np.testing.assert_array_equal(
+        transformer._split_heads(flat, query_dense, 2, 7, scale=0.25).numpy(),
+        (transformer._split_heads(flat, query_dense, 2, 7) * 0.25).numpy())
+
+
 def test_transformer_fast_path_under_mixed_bfloat16():
     keras.mixed_precision.set_dtype_policy("mixed_bfloat16")
     try:
