@@ -285,20 +285,59 @@ def test_narrowing_dense_gradients_match_the_plain_dense():
         np.testing.assert_allclose(narrowing.numpy(), plain.numpy(), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("in_out, dtype, training, narrowing", [
-    ((12, 5), tf.float32, True, True),
-    ((12, 5), tf.float32, False, False),  # inference: the graph oneDNN fuses when serving
-    ((12, 5), tf.bfloat16, True, False),  # the plain bf16 product measured faster
-    ((5, 12), tf.float32, True, False),
-    ((5, 5), tf.float32, True, False),
+def test_bfloat16_dense_bias_gradient_is_the_correctly_rounded_column_sum():
+    """In bfloat16 training the bias gradient is the product ones @ dy, which accumulates in
+    float32: the column sums of dy within a bfloat16 rounding. TensorFlow's BiasAddGrad, which
+    autodiff through bias_add takes, accumulates in bfloat16 (over 4,096 rows it can be off by
+    more than the sum itself). The input and kernel gradients are autodiff's."""
+    rows = 4096
+    x = tf.cast(tf.random.stateless_normal([rows, 12], seed=[14, 0]), tf.bfloat16)
+    kernel = tf.cast(tf.random.stateless_normal([12, 5], seed=[14, 1]), tf.bfloat16)
+    bias = tf.cast(tf.random.stateless_normal([5], seed=[14, 2]), tf.bfloat16)
+    upstream = tf.cast(3 * tf.random.stateless_normal([rows, 5], seed=[14, 3]), tf.bfloat16)
+    results = []
+    for training in (True, False):
+        with tf.GradientTape() as tape:
+            tape.watch([x, kernel, bias])
+            out = transformer._dense(x, kernel, bias, training)
+        results.append(tape.gradient(out, [x, kernel, bias], output_gradients=upstream))
+    (dx, dkernel, dbias), (plain_dx, plain_dkernel, _) = results
+    np.testing.assert_array_equal(dx.numpy(), plain_dx.numpy())
+    np.testing.assert_array_equal(dkernel.numpy(), plain_dkernel.numpy())
+    exact = tf.reduce_sum(tf.cast(upstream, tf.float64), axis=0)
+    assert dbias.dtype == tf.bfloat16
+    # Within one bfloat16 ulp of the exact sums (relative 2^-7): oneDNN rounds once, Eigen's
+    # product (TF_ENABLE_ONEDNN_OPTS=0) comes within 0.8 ulp.
+    np.testing.assert_allclose(tf.cast(dbias, tf.float64).numpy(), exact.numpy(), rtol=2 ** -7)
+
+
+@pytest.mark.parametrize("in_out, dtype, training, path", [
+    ((12, 5), tf.float32, True, "narrowing"),
+    ((12, 5), tf.float32, False, "plain"),  # inference: the graph oneDNN fuses when serving
+    ((5, 12), tf.float32, True, "plain"),
+    ((5, 5), tf.float32, True, "plain"),
+    ((12, 5), tf.bfloat16, True, "bias gradient by product"),  # the plain bf16 product is faster
+    ((5, 12), tf.bfloat16, True, "bias gradient by product"),
+    ((5, 12), tf.bfloat16, False, "plain"),
 ])
-def test_dense_takes_the_narrowing_gradient_only_for_float32_training_with_in_above_out(
-        in_out, dtype, training, narrowing):
+def test_dense_gradient_paths(in_out, dtype, training, path):
+    """float32 training with in > out takes the narrowing kernel gradient (a Transpose of
+    dy^T x), bfloat16 training the bias gradient as a product (no BiasAddGrad); the rest, and
+    every inference graph, autodiff's plain one."""
     x = tf.zeros([4, in_out[0]], dtype)
     kernel, bias = tf.zeros(in_out), tf.zeros([in_out[1]])
-    graph = tf.function(lambda x: transformer._dense(x, kernel, bias, training)
-                        ).get_concrete_function(x).graph
-    assert ("IdentityN" in {op.type for op in graph.get_operations()}) == narrowing
+
+    def gradients(x):
+        with tf.GradientTape() as tape:
+            tape.watch([x, kernel, bias])
+            out = tf.reduce_sum(tf.cast(transformer._dense(x, kernel, bias, training), tf.float32))
+        return tape.gradient(out, [x, kernel, bias])
+
+    types = {op.type for op in tf.function(gradients).get_concrete_function(x).graph
+             .get_operations()}
+    taken = ("bias gradient by product" if "BiasAddGrad" not in types else
+             "narrowing" if "Transpose" in types else "plain")
+    assert taken == path
 
 
 @pytest.mark.parametrize("seq", [1, 2, 7, 16])
