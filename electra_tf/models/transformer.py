@@ -137,49 +137,52 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
 
 
 def _dense(x, kernel, bias, training=False):
-    """x [n, in] @ kernel [in, out] + bias [out], cast to x's dtype (mixed precision)."""
+    """x [n, in] @ kernel [in, out] + bias [out], cast to x's dtype (mixed precision). In
+    training, two gradients take other forms (`_training_dense`); inference and exports keep
+    the plain graph, which oneDNN fuses when serving."""
     kernel, bias = tf.cast(kernel, x.dtype), tf.cast(bias, x.dtype)
-    if training and x.dtype == tf.float32 and kernel.shape[0] > kernel.shape[1]:
-        return _narrowing_dense(x, kernel, bias)
-    if training and x.dtype == tf.bfloat16:
-        return _bfloat16_dense(x, kernel, bias)
+    if training and (_narrowing(x, kernel) or x.dtype == tf.bfloat16):
+        return _training_dense(x, kernel, bias)
     return tf.nn.bias_add(tf.matmul(x, kernel), bias)
 
 
 @tf.custom_gradient
-def _bfloat16_dense(x, kernel, bias):
-    """`_dense` in bfloat16 training, with the bias's gradient, the column sums of dy [n, out],
-    as the product ones [1, n] @ dy, which oneDNN accumulates in float32. Autodiff's
-    `BiasAddGrad` accumulates bfloat16 in bfloat16: on [4096, 256] gradients of mean 2e-4 and
-    spread 1e-3 its sums were off by 21% (median), the product's by 0.12%, one rounding. It is
-    also the faster (0.79 against 1.25 ms on [4096, 1024], 0.36 against 0.62 on [4096, 256];
-    Intel Xeon with AMX, 2026-11-27). float32 keeps `BiasAddGrad`, exact enough and as fast,
-    and exports keep the plain graph. The rest is `_dense`'s."""
+def _training_dense(x, kernel, bias):
+    """`_dense`'s forward pass, with autodiff's gradients except for two measured forms:
+
+    - float32 with in > out (the feed-forward output, [n, 1024] -> [n, 256] in ELECTRA-Small):
+      the kernel's gradient x^T @ dy [in, out] as (dy^T @ x)^T. oneDNN's float32 product with
+      the [in, out] output took 11.6-12.4 ms on [4096, 1024] x [4096, 256], the [out, in] one
+      and its transpose 8.7-9.0 ms; in bfloat16 the plain product is the faster.
+    - bfloat16: the bias's gradient, the column sums of dy [n, out], as the product
+      ones [1, n] @ dy, which oneDNN accumulates in float32. Autodiff's `BiasAddGrad`
+      accumulates bfloat16 in bfloat16: on [4096, 256] gradients of mean 2e-4 and spread 1e-3
+      its sums were off by 21% (median), the product's by 0.12%, one rounding. It is also the
+      faster (0.79 against 1.25 ms on [4096, 1024], 0.36 against 0.62 on [4096, 256]).
+      float32 keeps `BiasAddGrad`, exact enough and as fast.
+
+    Timings on the two-core Intel Xeon with AMX, 2026-11-27."""
+
+    narrowing = _narrowing(x, kernel)
 
     def gradient(upstream):
-        ones = tf.ones([1, tf.shape(upstream)[0]], upstream.dtype)
-        return (tf.matmul(upstream, kernel, transpose_b=True),
-                tf.matmul(x, upstream, transpose_a=True),
-                tf.reshape(tf.matmul(ones, upstream), [-1]))
+        if x.dtype == tf.bfloat16:
+            ones = tf.ones([1, tf.shape(upstream)[0]], upstream.dtype)
+            bias_gradient = tf.reshape(tf.matmul(ones, upstream), [-1])
+        else:
+            bias_gradient = tf.raw_ops.BiasAddGrad(out_backprop=upstream)
+        if narrowing:
+            kernel_gradient = tf.transpose(tf.matmul(upstream, x, transpose_a=True))
+        else:
+            kernel_gradient = tf.matmul(x, upstream, transpose_a=True)
+        return tf.matmul(upstream, kernel, transpose_b=True), kernel_gradient, bias_gradient
 
     return tf.nn.bias_add(tf.matmul(x, kernel), bias), gradient
 
 
-@tf.custom_gradient
-def _narrowing_dense(x, kernel, bias):
-    """`_dense` in float32 for in > out (the feed-forward output, [n, 1024] -> [n, 256] in
-    ELECTRA-Small), with the kernel's gradient x^T @ dy [in, out] computed as (dy^T @ x)^T:
-    oneDNN's float32 product with the [in, out] output took 11.6-12.4 ms on [4096, 1024] x
-    [4096, 256], the [out, in] one and its transpose 8.7-9.0 ms (Intel Xeon with AMX,
-    2026-11-27; in bfloat16 the plain product is the faster). The forward pass and the other
-    gradients are `_dense`'s."""
-
-    def gradient(upstream):
-        return (tf.matmul(upstream, kernel, transpose_b=True),
-                tf.transpose(tf.matmul(upstream, x, transpose_a=True)),
-                tf.raw_ops.BiasAddGrad(out_backprop=upstream))
-
-    return tf.nn.bias_add(tf.matmul(x, kernel), bias), gradient
+def _narrowing(x, kernel):
+    """Whether `_training_dense` takes the kernel gradient as (dy^T @ x)^T: float32, in > out."""
+    return x.dtype == tf.float32 and kernel.shape[0] > kernel.shape[1]
 
 
 def _split_heads(x, projection, batch, seq, scale=None, training=False):
