@@ -21,7 +21,12 @@ from __future__ import annotations
 
 import importlib
 
+from electra_tf import onednn as _onednn
 from electra_tf import presets as _presets
+
+# Before anything imports TensorFlow: its oneDNN kernels on every CPU, not only on the newest
+# (electra_tf/onednn.py says why; TF_ENABLE_ONEDNN_OPTS=0 keeps TensorFlow's default).
+_onednn.prefer_onednn()
 
 __version__ = "0.1.0"
 

@@ -13,7 +13,8 @@ The benchmark first measures the machine's matmul peak in the same run (a 2048^3
 float32, and in the step's half type under bf16 or fp16; `--nopeak` skips it) and adds
 `peak_gflop_per_s` and `fraction_of_peak` (model GFLOP/s over the peak of the step's matmul
 type) to the line. The line also names the CPU (`cpu`, `cores`, and `cpu_flags`: which of
-AVX-512, AVX-512 BF16 and AMX it has), since the ratios differ between CPU families.
+AVX-512, AVX-512 BF16 and AMX it has), since the ratios differ between CPU families, and
+`onednn`: whether TensorFlow ran its oneDNN kernels (electra_tf/onednn.py).
 `--profile DIR` traces `--profile_steps` more steps with the TensorFlow profiler into DIR,
 prints the op time per category (electra_tf.training.profile_breakdown) before the line and
 adds it to the line as `profile` (ms per step).
@@ -51,6 +52,7 @@ from absl import app, flags
 from electra_tf import console
 from electra_tf.benchmarks.machine import cpu_description
 from electra_tf.config import FinetuneConfig, QAConfig, load_config
+from electra_tf.onednn import onednn_enabled
 from electra_tf.training.flops import encoder_flops_per_token, pretraining_step_flops
 
 console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
@@ -129,7 +131,7 @@ def main(argv):
         jit_compile = bool(tf.config.list_physical_devices("GPU"))
     record = {"impl": f"electra_tf keras {keras.__version__} tf {tf.__version__}"
                       + (" xla" if jit_compile else ""),
-              **cpu_description(),
+              **cpu_description(), "onednn": onednn_enabled(),
               "task": FLAGS.task, "size": FLAGS.size, "batch": FLAGS.batch, "seq": FLAGS.seq,
               "gradient_accumulation_steps": FLAGS.gradient_accumulation_steps,
               "precision": FLAGS.precision, "threads": FLAGS.threads or "default"}

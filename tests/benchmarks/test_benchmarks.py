@@ -10,6 +10,7 @@ import pytest
 
 from electra_tf.benchmarks.machine import cpu_description
 from electra_tf.config import load_config
+from electra_tf.onednn import prefer_onednn
 from electra_tf.training.flops import pretraining_step_flops
 from electra_tf.training.profile_breakdown import format_breakdown, op_breakdown
 from tests.run_helpers import _own_flags, run_in_process
@@ -50,6 +51,8 @@ def test_benchmark_prints_a_json_line():
     assert record["peak_gflop_per_s"]["float32"] > 0 and record["fraction_of_peak"] > 0
     assert record["peak_host_memory_mib"] > 100 and record["gradient_accumulation_steps"] == 1
     assert record["cpu"] and record["cores"] >= 1 and isinstance(record["cpu_flags"], list)
+    # `python -m electra_tf...` asks for oneDNN on every CPU, unless the environment says no
+    assert record["onednn"] is prefer_onednn(dict(os.environ), modules={})
 
 
 @pytest.mark.slow

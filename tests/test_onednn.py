@@ -1,0 +1,39 @@
+"""`import electra_tf` asks TensorFlow for its oneDNN kernels on every CPU, unless told not to."""
+
+import os
+import subprocess
+import sys
+
+from electra_tf.onednn import VARIABLE, prefer_onednn
+
+PROBE = ("import electra_tf, tensorflow\n"
+         "from electra_tf.onednn import onednn_enabled\n"
+         "print('oneDNN', onednn_enabled())\n")
+
+
+def _probe(**variables):
+    environ = {key: value for key, value in os.environ.items() if key != VARIABLE}
+    environ.update(variables)
+    result = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
+                            env=environ, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.split()[-1]
+
+
+def test_sets_the_variable_only_before_tensorflow_and_only_if_unset():
+    environ = {}
+    assert prefer_onednn(environ, modules={}) and environ == {VARIABLE: "1"}
+    environ = {VARIABLE: "0"}
+    assert not prefer_onednn(environ, modules={}) and environ == {VARIABLE: "0"}
+    environ = {}
+    assert not prefer_onednn(environ, modules={"tensorflow": None}) and environ == {}
+
+
+def test_importing_electra_tf_first_turns_onednn_on_on_any_cpu():
+    # TensorFlow's own default is off on AVX2-only CPUs (AMD Zen 3): there this fails without
+    # electra_tf's setting; on CPUs with AVX512_VNNI, AVX512_BF16 or AMX it is on either way.
+    assert _probe() == "True"
+
+
+def test_the_users_setting_wins():
+    assert _probe(**{VARIABLE: "0"}) == "False"
