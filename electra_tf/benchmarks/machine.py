@@ -34,3 +34,9 @@ def cpu_description(cpuinfo_path="/proc/cpuinfo") -> dict:
         model += " (" + ", ".join(f"{key} {value}" for key, value in family.items()) + ")"
     return {"cpu": model, "cores": cores,
             "cpu_flags": [name for flag, name in FLAGS_OF_NOTE.items() if flag in flags]}
+
+
+def has_bfloat16_instructions(description) -> bool:
+    """Whether a `cpu_description` names AVX-512 BF16 or AMX-BF16. Without them (an AVX2-only
+    CPU such as AMD's Zen 3) bfloat16 matmuls are emulated and slower than float32."""
+    return bool({"AVX-512 BF16", "AMX-BF16"} & set(description["cpu_flags"]))

@@ -7,9 +7,11 @@ import textwrap
 
 import pytest
 
-from electra_tf.benchmarks.suite import machine_line, table
+from electra_tf.benchmarks.suite import (ROWS, default_rows, machine_line, onnxruntime_records,
+                                        table)
 
 OURS_PRETRAIN = {"cpu": "AMD EPYC", "cores": 2, "cpu_flags": ["AVX-512", "AVX-512 BF16"],
+                 "onednn": True,
                  "tokens_per_s": 3000.0, "fraction_of_peak": 0.5,
                  "peak_gflop_per_s": {"float32": 350.0}}
 OURS_SERVE = {"cpu": "AMD EPYC", "cores": 2, "cpu_flags": ["AVX-512", "AVX-512 BF16"],
@@ -25,8 +27,8 @@ def test_table_puts_each_workload_against_its_references():
     onnx = {"1": {"median_s": 0.016}, "32": {"tokens_per_s": 3200.0}}
     text = table(results, machine_line([r for r, _ in results.values()]), onnx)
     lines = text.splitlines()
-    assert lines[0].startswith("AMD EPYC, 2 cores (AVX-512, AVX-512 BF16); "
-                               "float32 matmul peak 330-350 GFLOP/s; 20")
+    assert lines[0].startswith("AMD EPYC, 2 cores (AVX-512, AVX-512 BF16); TensorFlow's oneDNN "
+                               "kernels; float32 matmul peak 330-350 GFLOP/s; 20")
     pretrain = next(line for line in lines if line.startswith("| pretraining step"))
     assert "3,000 tokens/s (50% of peak) | 1,500 tokens/s | 2.00x |" in pretrain
     serve = next(line for line in lines if line.startswith("| serving_default, batch 1"))
@@ -37,6 +39,32 @@ def test_table_puts_each_workload_against_its_references():
     assert "| 6,400 tokens/s |  |  | 3,200 tokens/s | 2.00x |" in intra1
     assert "failed: out of memory" in next(line for line in lines if line.startswith("| SQuAD"))
     assert not any(line.startswith("| classification") for line in lines)  # not run
+
+
+def test_table_says_when_onnx_runtime_failed():
+    results = {"serve_b1": (OURS_SERVE, {"median_step_s": 0.030})}
+    onnx = {"1": {"error": "No module named 'onnxruntime'"}}
+    text = table(results, machine_line([OURS_SERVE]), onnx)
+    serve = next(line for line in text.splitlines() if line.startswith("| serving_default"))
+    assert serve.endswith("| failed: No module named 'onnxruntime' |  |")
+
+
+def test_a_failing_onnx_runtime_script_is_reported_at_both_batch_sizes(tmp_path):
+    (tmp_path / "onnxruntime_serving.py").write_text("import onnxruntime_is_not_here\n")
+    records = onnxruntime_records(str(tmp_path), timeout=60)
+    error = "ModuleNotFoundError: No module named 'onnxruntime_is_not_here'"
+    assert records == {"1": {"error": error}, "32": {"error": error}}
+
+
+def test_default_rows_leave_out_bfloat16_only_where_the_cpu_has_no_bfloat16_instructions():
+    for flags in (["AVX-512", "AVX-512 BF16"], ["AVX-512", "AVX-512 BF16", "AMX-BF16", "AMX"]):
+        assert default_rows({"cpu_flags": flags}) == (list(ROWS), [])
+    for flags in ([], ["AVX-512"]):  # AVX2 only (Zen 3), or AVX-512 without BF16
+        names, left_out = default_rows({"cpu_flags": flags})
+        assert sorted(names + left_out) == sorted(ROWS)
+        assert left_out == ["pretrain_bf16", "classify_bf16", "qa_bf16", "serve_b1_bf16_intra1",
+                            "serve_b32_bf16"]
+        assert "pretrain" in names and "serve_b32" in names
 
 
 REFERENCE = textwrap.dedent("""

@@ -9,8 +9,10 @@ Markdown with the machine line (CPU, cores, AVX-512 / BF16 / AMX flags, matmul p
 The references are scripts kept outside this package: `--reference_dir` holds
 `torch_reference_step.py` (same JSON fields and FLOP count as ours) and
 `onnxruntime_serving.py` (the same model exported to ONNX, B1 and B32 latency at length 128).
-Without it, only our own numbers are printed. Each row's commands are printed above the table,
-so every number can be re-run alone; `--output FILE` also writes the table there.
+Without it, only our own numbers are printed; ONNX Runtime comes from requirements-bench.txt,
+and where its script fails the table says so. Each row's commands are printed above the table,
+so every number can be re-run alone; `--output FILE` also writes the table there. On a CPU
+without bfloat16 instructions (AVX-512 BF16 or AMX) the bf16 rows are left out unless named.
 """
 
 import datetime
@@ -19,6 +21,8 @@ import os
 import shlex
 import subprocess
 import sys
+
+from electra_tf.benchmarks.machine import has_bfloat16_instructions
 
 # name -> (what, our arguments, the torch reference's arguments, the rate compared)
 ROWS = {
@@ -69,6 +73,18 @@ ROWS = {
                        ["--task", "infer", "--batch", "32", "--steps", "20", "--serving_dtype",
                         "bfloat16"], None, "tokens_per_s"),
 }
+
+
+BFLOAT16_ROWS = [name for name, (_, ours, _, _) in ROWS.items()
+                 if "bf16" in ours or "bfloat16" in ours]
+
+
+def default_rows(description):
+    """(every row, or every row but the bf16 ones if this CPU has no bf16 instructions,
+    the rows left out) for a `machine.cpu_description`."""
+    if has_bfloat16_instructions(description):
+        return list(ROWS), []
+    return [name for name in ROWS if name not in BFLOAT16_ROWS], list(BFLOAT16_ROWS)
 
 
 def _run(command, timeout):
@@ -128,7 +144,8 @@ def table(results, machine, onnx):
                  else None)
         onnx_record = onnx.get(batch) if batch else None
         onnx_value = _reference_value(onnx_record, rate) if onnx_record else None
-        onnx_cell = ("" if onnx_value is None else
+        onnx_cell = ("" if onnx_record is None else f"failed: {onnx_record['error']}"
+                     if onnx_value is None else
                      f"{onnx_value:.1f} ms" if rate == "latency" else f"{onnx_value:,.0f} tokens/s")
         lines.append(f"| {what} | {_ours_cell(ours, rate)} | {torch_cell} | "
                      f"{_ratio(ours, torch_value, rate)} | {onnx_cell} | "
@@ -138,7 +155,8 @@ def table(results, machine, onnx):
 
 def machine_line(records):
     """The table's first line, from our benchmark lines: "<cpu>, <cores> cores (<flags>);
-    <dtype> matmul peak <low>-<high> GFLOP/s; ...; <today's date>"."""
+    TensorFlow's oneDNN (or Eigen) kernels; <dtype> matmul peak <low>-<high> GFLOP/s; ...;
+    <today's date>"."""
     first = next((r for r in records if "cpu" in r), {})
     peaks = {}
     for record in records:
@@ -147,8 +165,32 @@ def machine_line(records):
     peak_text = "; ".join(f"{dtype} matmul peak {min(v):.0f}-{max(v):.0f} GFLOP/s"
                           for dtype, v in peaks.items())
     flags_text = ", ".join(first.get("cpu_flags", [])) or "no AVX-512"
-    return (f"{first.get('cpu', 'unknown CPU')}, {first.get('cores', '?')} cores ({flags_text}); "
-            f"{peak_text}; {datetime.date.today().isoformat()}")
+    kernels = {True: "; TensorFlow's oneDNN kernels", False: "; TensorFlow's Eigen kernels"}.get(
+        first.get("onednn"), "")
+    return (f"{first.get('cpu', 'unknown CPU')}, {first.get('cores', '?')} cores ({flags_text})"
+            f"{kernels}; {peak_text}; {datetime.date.today().isoformat()}")
+
+
+def onnxruntime_records(reference_dir, timeout):
+    """{"1": ONNX Runtime's batch-1 record, "32": its batch-32 one}; where the script fails
+    (onnxruntime not installed: requirements-bench.txt), both are {"error": ...}, so the table
+    says so instead of leaving its ONNX Runtime column blank."""
+    command = [sys.executable, os.path.join(reference_dir, "onnxruntime_serving.py")]
+    print("$", " ".join(command), flush=True)
+    try:
+        output = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        output = None
+    onnx = {}
+    for line in output.stdout.splitlines() if output else []:
+        if line.startswith("{") and '"impl": "ort"' in line:
+            record = json.loads(line)
+            onnx[str(record["batch"])] = record
+    if not onnx:
+        error = (f"timed out after {timeout} s" if output is None else
+                 (output.stderr.strip().splitlines() or ["no output"])[-1][:200])
+        onnx = {batch: {"error": error} for batch in ("1", "32")}
+    return onnx
 
 
 def run_suite(names, reference_dir=None, size="small", timeout=900):
@@ -167,11 +209,5 @@ def run_suite(names, reference_dir=None, size="small", timeout=900):
         results[name] = (ours, torch_record)
     onnx = {}
     if reference_dir and size == "small" and any(name.startswith("serve") for name in names):
-        command = [sys.executable, os.path.join(reference_dir, "onnxruntime_serving.py")]
-        print("$", " ".join(command), flush=True)
-        output = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-        for line in output.stdout.splitlines():
-            if line.startswith("{") and '"impl": "ort"' in line:
-                record = json.loads(line)
-                onnx[str(record["batch"])] = record
+        onnx = onnxruntime_records(reference_dir, timeout)
     return table(results, machine_line([ours for ours, _ in results.values()]), onnx)

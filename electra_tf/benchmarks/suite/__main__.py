@@ -5,13 +5,16 @@ import sys
 
 from absl import app, flags
 
-from electra_tf.benchmarks.suite import ROWS, run_suite
+from electra_tf.benchmarks.machine import cpu_description
+from electra_tf.benchmarks.suite import ROWS, default_rows, run_suite
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("reference_dir", None, "Folder with torch_reference_step.py and "
                     "onnxruntime_serving.py (not part of this package); without it only our "
                     "own numbers are measured.")
-flags.DEFINE_list("rows", None, f"Rows to run (default: all): {', '.join(ROWS)}.")
+flags.DEFINE_list("rows", None, f"Rows to run: {', '.join(ROWS)}. Default: all, but the bf16 "
+                  "ones only on a CPU with AVX-512 BF16 or AMX (elsewhere bfloat16 is "
+                  "emulated, slower than float32, and torch's autocast step takes minutes).")
 flags.DEFINE_string("size", "small", "Model size of every row (the README's table: small; "
                     "ONNX Runtime's anchor is ELECTRA-Small only).")
 flags.DEFINE_string("output", None, "Also write the Markdown table to this file.")
@@ -20,7 +23,12 @@ flags.DEFINE_integer("timeout", 900, "Seconds each command may run.")
 
 def main(argv):
     del argv
-    names = FLAGS.rows or list(ROWS)
+    names = FLAGS.rows
+    if not names:
+        names, left_out = default_rows(cpu_description())
+        if left_out:
+            print(f"This CPU has no bfloat16 instructions (AVX-512 BF16 or AMX): leaving out "
+                  f"{', '.join(left_out)}; name them in --rows to run them anyway.", flush=True)
     unknown = sorted(set(names) - set(ROWS))
     if unknown:
         sys.exit(f"error: unknown --rows {', '.join(unknown)} (known: {', '.join(ROWS)})")
