@@ -22,10 +22,10 @@ shapes of a training step.
 
 import json
 import os
-import statistics
-import time
 
 from absl import app, flags
+
+from electra_tf.benchmarks.timing import gflop_per_s
 
 flags.DEFINE_integer("rows", 128, "m: tokens of the request (batch x sequence length).")
 flags.DEFINE_integer("hidden", 256, "Hidden size H (ELECTRA-Small 256, Base 768).")
@@ -63,16 +63,6 @@ def l2_bytes_per_core(path="/sys/devices/system/cpu/cpu0/cache"):
     except OSError:
         return None
     return None
-
-
-def _median_seconds(call, repeats):
-    call()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main(argv):
@@ -130,7 +120,7 @@ def _timed(what, shape, l2, xs, dys, w, tf_product, torch_product, tf, torch):
               "l2_mib_per_core": round(l2 / 2 ** 20, 2) if l2 else None,
               "single_threaded_by_rule": single_threaded_by_rule(m, k, n, l2) if l2 else None,
               "tf_threads": FLAGS.threads or "default",
-              "tf_gflop_per_s": round(flops / _median_seconds(chain, FLAGS.repeats) / 1e9, 1)}
+              "tf_gflop_per_s": gflop_per_s(flops, chain, FLAGS.repeats)}
     if torch is not None:
         xts, dyts = [torch.from_numpy(x) for x in xs], [torch.from_numpy(dy) for dy in dys]
         wt = torch.from_numpy(w)
@@ -141,8 +131,7 @@ def _timed(what, shape, l2, xs, dys, w, tf_product, torch_product, tf, torch):
                     torch_product(xt, dyt, wt)
 
         record["torch_threads"] = torch.get_num_threads()
-        record["torch_gflop_per_s"] = round(
-            flops / _median_seconds(torch_chain, FLAGS.repeats) / 1e9, 1)
+        record["torch_gflop_per_s"] = gflop_per_s(flops, torch_chain, FLAGS.repeats)
     return record
 
 

@@ -1,0 +1,74 @@
+r"""The attention's batched products of a training step, timed one at a time, TensorFlow against
+torch: whether TensorFlow's kernels for them are oneDNN's or Eigen's shows here first.
+
+For queries, keys and values [batch, heads, seq, d] and probabilities [batch, heads, seq, seq]
+this prints one JSON line per product (the forward's scores Q K^T and context P V, and the
+backward's dP = dC V^T and dV = P^T dC, the remaining two have these shapes): its GFLOP/s in
+TensorFlow (`tf.matmul` with the transpose flags the step uses, `--repeats` calls, median) and in
+torch where it is installed, and `onednn`, whether this process's TensorFlow runs its oneDNN
+kernels (`electra_tf.onednn`; `TF_ENABLE_ONEDNN_OPTS=0` for Eigen's).
+
+  python -m electra_tf.benchmarks.attention_matmuls --batch 16 --seq 384
+  TF_ENABLE_ONEDNN_OPTS=0 python -m electra_tf.benchmarks.attention_matmuls --batch 16 --seq 384
+"""
+
+import json
+import os
+
+from absl import app, flags
+
+from electra_tf.benchmarks.timing import gflop_per_s
+
+FLAGS = flags.FLAGS
+flags.DEFINE_integer("batch", 16, "Sequences (SQuAD's training batch: 16).")
+flags.DEFINE_integer("seq", 384, "Sequence length (SQuAD: 384, pretraining: 128).")
+flags.DEFINE_integer("heads", 4, "Attention heads (ELECTRA-Small: 4).")
+flags.DEFINE_integer("head_size", 64, "Size of a head (ELECTRA: 64 at every size).")
+flags.DEFINE_integer("repeats", 20, "Timed calls per product (the median is reported).")
+
+# name -> (left operand, right operand, transpose_a, transpose_b); "s" is [seq, seq], "d" is
+# [seq, head_size], each per sequence and head
+PRODUCTS = {"scores Q K^T": ("d", "d", False, True),
+            "context P V": ("s", "d", False, False),
+            "probabilities' gradient dC V^T": ("d", "d", False, True),
+            "values' gradient P^T dC": ("s", "d", True, False)}
+
+
+def main(argv):
+    del argv
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
+    import numpy as np
+    import tensorflow as tf
+
+    from electra_tf.onednn import onednn_enabled  # lazy: imports TensorFlow
+
+    try:
+        import torch
+        torch.set_num_threads(os.cpu_count())
+    except ImportError:
+        torch = None
+    rng = np.random.default_rng(0)
+    lead = [FLAGS.batch, FLAGS.heads]
+    shapes = {"s": lead + [FLAGS.seq, FLAGS.seq], "d": lead + [FLAGS.seq, FLAGS.head_size]}
+    flops = 2 * FLAGS.batch * FLAGS.heads * FLAGS.seq * FLAGS.seq * FLAGS.head_size
+    for name, (left, right, transpose_a, transpose_b) in PRODUCTS.items():
+        a, b = (rng.normal(size=shapes[x]).astype(np.float32) for x in (left, right))
+        a_tf, b_tf = tf.constant(a), tf.constant(b)
+        product = tf.function(lambda: tf.matmul(a_tf, b_tf, transpose_a=transpose_a,
+                                                transpose_b=transpose_b))
+        record = {"product": name, "batch": FLAGS.batch, "heads": FLAGS.heads,
+                  "seq": FLAGS.seq, "head_size": FLAGS.head_size, "onednn": onednn_enabled(),
+                  "tf_gflop_per_s": gflop_per_s(flops, lambda: product().numpy(),
+                                                FLAGS.repeats)}
+        if torch is not None:
+            a_t, b_t = torch.from_numpy(a), torch.from_numpy(b)
+            a_t = a_t.transpose(-1, -2) if transpose_a else a_t
+            b_t = b_t.transpose(-1, -2) if transpose_b else b_t
+            record["torch_threads"] = torch.get_num_threads()
+            record["torch_gflop_per_s"] = gflop_per_s(
+                flops, lambda: torch.matmul(a_t, b_t), FLAGS.repeats)
+        print(json.dumps(record), flush=True)
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,33 @@
+"""The attention-products benchmark: one line per batched product, TensorFlow's rate and which
+kernels ran."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from electra_tf.benchmarks.timing import gflop_per_s, median_seconds
+
+
+def test_median_seconds_calls_once_untimed_then_takes_the_median():
+    calls = []
+    assert median_seconds(lambda: calls.append(1), repeats=3) >= 0
+    assert len(calls) == 4
+    assert 0 < gflop_per_s(1, lambda: None, repeats=3)  # 1 FLOP: four significant digits
+
+
+@pytest.mark.slow
+def test_command_prints_one_line_per_product():
+    environ = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0"}
+    result = subprocess.run(
+        [sys.executable, "-m", "electra_tf.benchmarks.attention_matmuls", "--batch", "2",
+         "--seq", "64", "--heads", "2", "--head_size", "32", "--repeats", "2"],
+        capture_output=True, text=True, timeout=300, check=True, env=environ)
+    records = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert [r["product"] for r in records] == [
+        "scores Q K^T", "context P V", "probabilities' gradient dC V^T",
+        "values' gradient P^T dC"]
+    assert all(r["tf_gflop_per_s"] > 0 and r["seq"] == 64 for r in records)
+    assert all(r["onednn"] is False for r in records)  # the environment's choice, reported
