@@ -570,6 +570,23 @@ def test_cli_serving_dtype_bfloat16_writes_bfloat16_weights(run_dir, tmp_path):
                                atol=0.1, rtol=0.05)
 
 
+def test_cli_transposed_feedforward_gives_the_same_logits(run_dir, tmp_path):
+    run, model, (ids, mask, segments) = run_dir
+    result = export_main("--model_dir", str(run), "--output_dir", str(tmp_path / "served"),
+                         "--transposed_feedforward", "--nowith_examples")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert ("(signatures: serving_default; feed-forward input kernels transposed)"
+            in result.stdout)
+    serve = tf.saved_model.load(str(tmp_path / "served" / "5")).signatures["serving_default"]
+    graph_def = serve.graph.as_graph_def()
+    assert any(node.op == "MatMul" and node.attr["transpose_b"].b
+               for function in graph_def.library.function for node in function.node_def)
+    out = serve(input_ids=tf.constant(ids), input_mask=tf.constant(mask),
+                segment_ids=tf.constant(segments))
+    np.testing.assert_allclose(out["logits"].numpy(), keras_logits(model, ids, mask, segments),
+                               atol=1e-5, rtol=0)
+
+
 @pytest.mark.parametrize("case, fragment", [
     ("no_model_dir", "is not a directory"),
     ("no_config", "has no config.yaml"),
@@ -604,5 +621,5 @@ def test_cli_help_documents_every_flag():
     assert "TF Serving's `<base>/<version>/` layout" in result.stdout  # the module docstring
     for flag in ("model_dir", "checkpoint", "config", "output_dir", "version", "overwrite",
                  "with_examples", "with_tokenizer", "vocab_file", "lower_case", "max_seq_length",
-                 "jit_compile", "serving_dtype"):
+                 "jit_compile", "serving_dtype", "transposed_feedforward"):
         assert re.search(rf"--(\[no\])?{flag}:", result.stdout), flag

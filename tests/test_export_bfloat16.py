@@ -85,10 +85,15 @@ TENSORFLOW_ONLY = BLOCK_NON_TF_IMPORTS + textwrap.dedent("""
 
 
 @pytest.mark.slow
-def test_bfloat16_export_runs_where_only_tensorflow_is(tmp_path):
-    """As a model server would load it: no keras, keras-hub or electra_tf in the process."""
+@pytest.mark.parametrize("dtype, transposed_feedforward", [("bfloat16", False),
+                                                           ("float32", True)])
+def test_serving_copy_export_runs_where_only_tensorflow_is(tmp_path, dtype,
+                                                           transposed_feedforward):
+    """As a model server would load it: no keras, keras-hub or electra_tf in the process. The
+    bfloat16 export and the one with transposed feed-forward kernels (tests/
+    test_export_transposed.py), whose extra kernels are plain tf.Variables."""
     export_dir = str(tmp_path / "classifier")
-    exporter_of("classifier")(export_dir, False, "bfloat16")
+    exporter_of("classifier")(export_dir, False, dtype, transposed_feedforward)
     ids, mask, segments = padded_inputs([9, 4], 9, seed=5)
     inputs = {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
     np.savez(tmp_path / "inputs.npz", **inputs)

@@ -29,8 +29,9 @@ SHAPES = (([12, 7, 3], 12), ([5], 9))
 
 
 def exporter_of(name):
-    """export(directory, jit, dtype="float32") -> directory: the SavedModel of one fresh tiny
-    model of kind `name` (its `serving_copy` in `dtype`), compiled with XLA if `jit`."""
+    """export(directory, jit, dtype="float32", transposed_feedforward=False) -> directory: the
+    SavedModel of one fresh tiny model of kind `name` (its `serving_copy` in `dtype`, with
+    `transposed_feedforward`), compiled with XLA if `jit`."""
     keras.utils.set_random_seed(11)
     config = tiny_model_config()
     if name == "discriminator":
@@ -54,7 +55,8 @@ def exporter_of(name):
         model = ElectraQuestionAnswerer(config, beam_size=3)
         write = lambda m, d, jit: export_question_answerer(m, d, task="squad/v1.1",
                                                            jit_compile=jit)
-    return lambda d, jit, dtype="float32": write(serving_copy(model, dtype), d, jit)
+    return lambda d, jit, dtype="float32", transposed_feedforward=False: write(
+        serving_copy(model, dtype, transposed_feedforward), d, jit)
 
 
 def _loaded(name, root):

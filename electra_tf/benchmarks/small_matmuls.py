@@ -17,6 +17,7 @@ shapes of a training step.
 
   python -m electra_tf.benchmarks.small_matmuls --rows 128
   python -m electra_tf.benchmarks.small_matmuls --rows 128 --threads 1
+  python -m electra_tf.benchmarks.small_matmuls --rows 64 --threads 1 --transposed_kernels
   python -m electra_tf.benchmarks.small_matmuls --rows 4096 --gradients --chain 12
 """
 
@@ -34,6 +35,9 @@ flags.DEFINE_integer("threads", 0, "TensorFlow intra-op threads (0: TensorFlow's
 flags.DEFINE_integer("chain", 24, "Products per timed call.")
 flags.DEFINE_bool("gradients", False, "Also time each product's input gradient dy @ W^T and "
                   "kernel gradient x^T @ dy.")
+flags.DEFINE_bool("transposed_kernels", False, "Also time each product with its kernel stored "
+                  "transposed, [n, k], multiplied as x @ W^T (export_savedmodel "
+                  "--transposed_feedforward does this for the feed-forward input).")
 flags.DEFINE_integer("repeats", 30, "Timed calls per shape (the median is reported).")
 FLAGS = flags.FLAGS
 
@@ -92,18 +96,23 @@ def main(argv):
         xs, dys = matrices(m, k), matrices(m, n)
         w = (rng.normal(size=(k, n)) / np.sqrt(k)).astype(np.float32)
         bias = torch.zeros(n) if torch is not None else None
-        products = [(what, (m, k, n), lambda x, dy, w: tf.matmul(x, w),
+        products = [(what, (m, k, n), w, lambda x, dy, w: tf.matmul(x, w),
                      lambda x, dy, w: torch.addmm(bias, x, w))]
+        if FLAGS.transposed_kernels:
+            products.append((f"{what}, kernel stored transposed", (m, k, n),
+                             np.ascontiguousarray(w.T),
+                             lambda x, dy, w: tf.matmul(x, w, transpose_b=True),
+                             lambda x, dy, w: torch.addmm(bias, x, w.t())))
         if FLAGS.gradients:
             products += [
-                (f"{what}, input gradient dy @ W^T", (m, n, k),
+                (f"{what}, input gradient dy @ W^T", (m, n, k), w,
                  lambda x, dy, w: tf.matmul(dy, w, transpose_b=True),
                  lambda x, dy, w: torch.matmul(dy, w.t())),
-                (f"{what}, kernel gradient x^T @ dy", (k, m, n),
+                (f"{what}, kernel gradient x^T @ dy", (k, m, n), w,
                  lambda x, dy, w: tf.matmul(x, dy, transpose_a=True),
                  lambda x, dy, w: torch.matmul(x.t(), dy))]
-        for name, shape, tf_product, torch_product in products:
-            print(json.dumps(_timed(name, shape, l2, xs, dys, w, tf_product, torch_product,
+        for name, shape, kernel, tf_product, torch_product in products:
+            print(json.dumps(_timed(name, shape, l2, xs, dys, kernel, tf_product, torch_product,
                                     tf, torch)), flush=True)
 
 

@@ -8,6 +8,8 @@ r"""Times one ELECTRA pretraining step and prints a JSON line (tokens/s, model G
       --against_plain_export
   python -m electra_tf.benchmarks.steps --task infer --batch 1 --steps 300 --threads 1 \
       --serving_dtype bfloat16
+  python -m electra_tf.benchmarks.steps --task infer --batch 1 --steps 300 --threads 1 \
+      --transposed_feedforward --against_plain_export
 
 The benchmark first measures the machine's matmul peak in the same run (a 2048^3 tf.matmul in
 float32, and in the step's half type under bf16 or fp16; `--nopeak` skips it) and adds
@@ -74,6 +76,9 @@ flags.DEFINE_bool("jit_compile", None, "Compile the train step with XLA (default
 flags.DEFINE_enum("serving_dtype", "float32", ["float32", "bfloat16"],
                   "--task infer: the export's weights and matmuls (export_savedmodel "
                   "--serving_dtype); bfloat16's fraction of peak is of the bfloat16 peak.")
+flags.DEFINE_bool("transposed_feedforward", False, "--task infer: time the export with the "
+                  "feed-forward input kernels stored transposed (export_savedmodel "
+                  "--transposed_feedforward).")
 flags.DEFINE_integer("threads", 0, "TensorFlow intra-op threads (0: TensorFlow's default).")
 flags.DEFINE_multi_string("override", [], "Config overrides, section.key=value.")
 flags.DEFINE_enum("task", "pretrain", ["pretrain", "classify", "qa", "infer"],
@@ -96,9 +101,10 @@ flags.DEFINE_bool("against_keras_hub_layers", False, "pretrain and infer: also t
                   "transformer before its faster call), alternating step by step with ours in "
                   "one process, so that the machine's drift hits both alike; adds "
                   "`keras_hub_layers` and `speedup_vs_keras_hub_layers` to the line.")
-flags.DEFINE_bool("against_plain_export", False, "infer with --jit_compile: also time the plain "
-                  "export (no XLA) of the same model, alternating call by call with the "
-                  "compiled one; adds `plain_export` and `speedup_vs_plain_export` to the line.")
+flags.DEFINE_bool("against_plain_export", False, "infer with --jit_compile or "
+                  "--transposed_feedforward: also time the plain export (no XLA, kernels as "
+                  "stored) of the same model size, alternating call by call with this one; adds "
+                  "`plain_export` and `speedup_vs_plain_export` to the line.")
 
 POLICIES = {"float32": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 MATMUL_DTYPES = {"float32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -138,6 +144,7 @@ def main(argv):
     matmul_dtype = MATMUL_DTYPES[FLAGS.precision]
     if FLAGS.task == "infer":
         record["serving_dtype"] = FLAGS.serving_dtype
+        record["transposed_feedforward"] = FLAGS.transposed_feedforward
         if FLAGS.serving_dtype == "bfloat16":
             matmul_dtype = "bfloat16"
     if FLAGS.peak:  # before the model exists, so nothing else competes for the cores
@@ -396,8 +403,10 @@ def _infer(config, jit_compile):
     inputs = {k: tf.constant(v) for k, v in _pair_inputs(config.model.vocab_size).items()}
     flops = FLAGS.batch * FLAGS.seq * encoder_flops_per_token(config.model, FLAGS.seq)
 
-    def serving_step(model, directory, jit_compile=jit_compile):
-        export_classifier(serving_copy(model, FLAGS.serving_dtype), directory, task="benchmark",
+    def serving_step(model, directory, jit_compile=jit_compile,
+                     transposed=FLAGS.transposed_feedforward):
+        export_classifier(serving_copy(model, FLAGS.serving_dtype, transposed),
+                          directory, task="benchmark",
                           label_names=("a", "b", "c"), with_examples=False,
                           jit_compile=jit_compile)
         serve = tf.saved_model.load(directory).signatures["serving_default"]
@@ -408,12 +417,13 @@ def _infer(config, jit_compile):
         baseline = {}
         if FLAGS.against_keras_hub_layers:
             baseline_step = serving_step(with_keras_hub_layers(
-                ElectraClassifier(config.model, num_labels=3)), f"{directory}/keras_hub")
+                ElectraClassifier(config.model, num_labels=3)), f"{directory}/keras_hub",
+                transposed=False)
             (compile_s, times), baseline = _time_alternately(
                 step, baseline_step, flops)
-        elif FLAGS.against_plain_export and jit_compile:
+        elif FLAGS.against_plain_export and (jit_compile or FLAGS.transposed_feedforward):
             plain_step = serving_step(ElectraClassifier(config.model, num_labels=3),
-                                      f"{directory}/plain", jit_compile=False)
+                                      f"{directory}/plain", jit_compile=False, transposed=False)
             (compile_s, times), baseline = _time_alternately(
                 step, plain_step, flops, baseline_name="plain_export")
         else:

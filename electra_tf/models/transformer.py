@@ -36,6 +36,7 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
                          layer_norm_epsilon=layer_norm_epsilon,
                          kernel_initializer=kernel_initializer, **kwargs)
         self.attention_dropout = attention_dropout
+        self.transposed_intermediate_kernel = None  # transpose_intermediate_kernel_for_serving
 
     def build(self, inputs_shape):
         # keras-hub uses one `dropout` rate for both the attention probabilities and the residual
@@ -99,7 +100,11 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
         activation = intermediate_dense.activation
         if training and activation is keras.activations.gelu:
             activation = gelu_with_analytic_gradient
-        intermediate = _dense(x, intermediate_dense.kernel, intermediate_dense.bias, training)
+        if training or self.transposed_intermediate_kernel is None:
+            intermediate = _dense(x, intermediate_dense.kernel, intermediate_dense.bias, training)
+        else:
+            intermediate = _dense_transposed(x, self.transposed_intermediate_kernel,
+                                             intermediate_dense.bias)
         with tf.name_scope(activation.__name__):
             intermediate = activation(intermediate)
         output = _dense(intermediate, output_dense.kernel, output_dense.bias, training)
@@ -130,6 +135,19 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
         output = attention._output_dense
         return _dense(context, tf.reshape(output.kernel, [hidden, -1]), output.bias, training)
 
+    def transpose_intermediate_kernel_for_serving(self):
+        """Gives inference its own copy of the feed-forward input kernel, stored transposed
+        ([intermediate, H], a non-trainable tf.Variable) and multiplied as x @ K^T. For a model
+        that is exported, not trained further: training neither uses nor updates the copy.
+
+        At a single request's 64-128 rows, TensorFlow's oneDNN kernels on an AVX2-only CPU (AMD
+        Zen 3) ran [rows, 256] @ [256, 1024] at 37-43 GFLOP/s with the kernel as stored and
+        60-70 with it transposed (other products gain nothing); the exported classifier served
+        single requests 1.13-1.14x as fast (docs/serving.md)."""
+        kernel = self._feedforward_intermediate_dense.kernel
+        self.transposed_intermediate_kernel = tf.Variable(
+            tf.transpose(kernel), trainable=False, name="transposed_intermediate_kernel")
+
     def get_config(self):
         config = super().get_config()
         config["attention_dropout"] = self.attention_dropout
@@ -144,6 +162,12 @@ def _dense(x, kernel, bias, training=False):
     if training and (_narrowing(x, kernel) or x.dtype == tf.bfloat16):
         return _training_dense(x, kernel, bias)
     return tf.nn.bias_add(tf.matmul(x, kernel), bias)
+
+
+def _dense_transposed(x, transposed_kernel, bias):
+    """x [n, in] @ transposed_kernel [out, in]^T + bias [out], in x's dtype (inference)."""
+    transposed_kernel, bias = tf.cast(transposed_kernel, x.dtype), tf.cast(bias, x.dtype)
+    return tf.nn.bias_add(tf.matmul(x, transposed_kernel, transpose_b=True), bias)
 
 
 @tf.custom_gradient

@@ -143,12 +143,13 @@ def test_benchmark_against_keras_hub_layers(task):
 
 
 @pytest.mark.slow
-def test_infer_benchmark_times_the_compiled_export_against_the_plain_one():
+@pytest.mark.parametrize("variant", ["--jit_compile", "--transposed_feedforward"])
+def test_infer_benchmark_times_an_export_variant_against_the_plain_one(variant):
     record = _json_lines("electra_tf.benchmarks.steps", "--task", "infer", "--size", "tiny",
                          "--batch", "2", "--seq", "16", "--steps", "3", "--warmup", "0",
-                         "--nopeak", "--jit_compile", "--against_plain_export",
-                         own_process=False)[-1]
-    assert record["impl"].endswith(" xla")
+                         "--nopeak", variant, "--against_plain_export", own_process=False)[-1]
+    assert record["impl"].endswith(" xla") == (variant == "--jit_compile")
+    assert record["transposed_feedforward"] == (variant == "--transposed_feedforward")
     assert record["plain_export"]["tokens_per_s"] > 0
     assert record["speedup_vs_plain_export"] == pytest.approx(
         record["tokens_per_s"] / record["plain_export"]["tokens_per_s"], rel=0.01)

@@ -11,6 +11,15 @@ from electra_tf.benchmarks.small_matmuls import (l2_bytes_per_core, operand_byte
                                                  single_threaded_by_rule)
 
 MIB = 2 ** 20
+TINY = ("--rows", "32", "--hidden", "16", "--intermediate", "48", "--chain", "2", "--repeats",
+        "2", "--threads", "1")
+
+
+def _records(*args):
+    """The JSON lines of `python -m electra_tf.benchmarks.small_matmuls *args`."""
+    result = subprocess.run([sys.executable, "-m", "electra_tf.benchmarks.small_matmuls", *args],
+                            capture_output=True, text=True, timeout=300, check=True)
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
 
 def test_rule_on_electra_small_single_request_products():
@@ -35,11 +44,8 @@ def test_l2_size_read_from_sysfs_layout(tmp_path):
 
 @pytest.mark.slow
 def test_command_prints_one_line_per_product():
-    result = subprocess.run(
-        [sys.executable, "-m", "electra_tf.benchmarks.small_matmuls", "--rows", "64", "--hidden",
-         "64", "--intermediate", "128", "--chain", "4", "--repeats", "3", "--threads", "1"],
-        capture_output=True, text=True, timeout=300, check=True)
-    records = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    records = _records("--rows", "64", "--hidden", "64", "--intermediate", "128", "--chain",
+                       "4", "--repeats", "3", "--threads", "1")
     assert [r["product"] for r in records] == ["[64, 64] @ [64, 64]", "[64, 64] @ [64, 128]",
                                                "[64, 128] @ [128, 64]"]
     assert all(r["tf_gflop_per_s"] > 0 and r["tf_threads"] == 1 for r in records)
@@ -47,12 +53,7 @@ def test_command_prints_one_line_per_product():
 
 @pytest.mark.slow
 def test_gradients_add_each_products_two_training_gradients():
-    result = subprocess.run(
-        [sys.executable, "-m", "electra_tf.benchmarks.small_matmuls", "--rows", "32", "--hidden",
-         "16", "--intermediate", "48", "--chain", "2", "--repeats", "2", "--threads", "1",
-         "--gradients"],
-        capture_output=True, text=True, timeout=300, check=True)
-    records = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    records = _records(*TINY, "--gradients")
     # Per weight [k, n]: x [32, k] @ W, dy [32, n] @ W^T -> [32, k], x^T @ dy -> [k, n].
     assert [r["product"] for r in records] == [
         "[32, 16] @ [16, 16]", "[32, 16] @ [16, 16]", "[16, 32] @ [32, 16]",
@@ -61,4 +62,16 @@ def test_gradients_add_each_products_two_training_gradients():
     assert [r["what"].split(", ")[-1] for r in records[:3]] == [
         "query/key/value or output projection", "input gradient dy @ W^T",
         "kernel gradient x^T @ dy"]
+    assert all(r["tf_gflop_per_s"] > 0 for r in records)
+
+
+@pytest.mark.slow
+def test_transposed_kernels_add_each_product_with_its_kernel_stored_transposed():
+    records = _records(*TINY, "--transposed_kernels")
+    assert [(r["product"], r["what"]) for r in records] == [
+        (product, what + suffix)
+        for product, what in (("[32, 16] @ [16, 16]", "query/key/value or output projection"),
+                              ("[32, 16] @ [16, 48]", "feed-forward in"),
+                              ("[32, 48] @ [48, 16]", "feed-forward out"))
+        for suffix in ("", ", kernel stored transposed")]
     assert all(r["tf_gflop_per_s"] > 0 for r in records)
