@@ -4,7 +4,9 @@ import os
 import subprocess
 import sys
 
-from electra_tf.onednn import VARIABLE, prefer_onednn
+import pytest
+
+from electra_tf.onednn import VARIABLE, avx2_without_avx512, prefer_onednn
 
 PROBE = ("import electra_tf, tensorflow\n"
          "from electra_tf.onednn import onednn_enabled\n"
@@ -37,3 +39,23 @@ def test_importing_electra_tf_first_turns_onednn_on_on_any_cpu():
 
 def test_the_users_setting_wins():
     assert _probe(**{VARIABLE: "0"}) == "False"
+
+
+@pytest.mark.parametrize("flags, expected", [
+    ("fpu sse2 avx fma avx2 bmi2 sha_ni", True),  # AMD Zen 3
+    ("fpu sse2 avx fma avx2 avx512f avx512bw avx512_bf16", False),  # Zen 4
+    ("fpu sse2 avx fma avx2 avx512f avx512_vnni amx_bf16 amx_tile", False),  # Sapphire Rapids
+    ("fpu sse2 avx", False),  # no AVX2
+])
+def test_avx2_without_avx512_reads_the_first_processors_flags(tmp_path, flags, expected):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nmodel name\t: x\nflags\t\t: {flags}\n\n"
+                       "processor\t: 1\nflags\t\t: avx2\n")
+    assert avx2_without_avx512(str(cpuinfo)) is expected
+
+
+def test_avx2_without_avx512_is_false_without_cpuinfo_or_on_arm(tmp_path):
+    assert avx2_without_avx512(str(tmp_path / "missing")) is False
+    arm = tmp_path / "arm"
+    arm.write_text("processor\t: 0\nFeatures\t: fp asimd sve\n")
+    assert avx2_without_avx512(str(arm)) is False

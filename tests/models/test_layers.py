@@ -268,12 +268,18 @@ def test_transformer_gelu_gradient_form_only_in_training():
     assert "Erfc" in op_types(False)
 
 
-def test_narrowing_dense_gradients_match_the_plain_dense():
-    """The feed-forward output's dense (in > out) computes its kernel gradient as (dy^T x)^T in
-    float32 training: the same values as autodiff through matmul + bias_add."""
-    x = tf.random.stateless_normal([9, 12], seed=[13, 0])
-    kernel = tf.random.stateless_normal([12, 5], seed=[13, 1])
-    bias = tf.random.stateless_normal([5], seed=[13, 2])
+@pytest.mark.parametrize("in_out, avx2_only", [
+    ((12, 5), False),  # narrowing: (dy^T x)^T
+    ((24, 6), True),  # feed-forward out on an AVX2-only CPU: x transposed by XLA, then x^T @ dy
+    ((6, 24), True),  # feed-forward in there: (dy^T @ x)^T with dy transposed by XLA
+])
+def test_training_dense_gradients_match_the_plain_dense(monkeypatch, in_out, avx2_only):
+    """The kernel gradient forms of float32 training give the values of autodiff through
+    matmul + bias_add (inference's graph), whatever CPU runs the test."""
+    monkeypatch.setattr(transformer, "avx2_without_avx512", lambda: avx2_only)
+    x = tf.random.stateless_normal([33, in_out[0]], seed=[13, 0])
+    kernel = tf.random.stateless_normal(in_out, seed=[13, 1])
+    bias = tf.random.stateless_normal([in_out[1]], seed=[13, 2])
     results = []
     for training in (True, False):
         with tf.GradientTape() as tape:
@@ -281,8 +287,13 @@ def test_narrowing_dense_gradients_match_the_plain_dense():
             out = transformer._dense(x, kernel, bias, training)
             loss = tf.reduce_sum(out * tf.sin(out))
         results.append([out] + tape.gradient(loss, [x, kernel, bias]))
-    for narrowing, plain in zip(*results):
-        np.testing.assert_allclose(narrowing.numpy(), plain.numpy(), rtol=1e-5, atol=1e-6)
+    for fast, plain in zip(*results):
+        np.testing.assert_allclose(fast.numpy(), plain.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def _calls_xla(op_types):
+    """Whether a graph with these op types calls a function (the XLA-compiled transpose)."""
+    return bool({"PartitionedCall", "StatefulPartitionedCall"} & op_types)
 
 
 def test_bfloat16_dense_bias_gradient_is_the_correctly_rounded_column_sum():
@@ -311,19 +322,29 @@ def test_bfloat16_dense_bias_gradient_is_the_correctly_rounded_column_sum():
     np.testing.assert_allclose(tf.cast(dbias, tf.float64).numpy(), exact.numpy(), rtol=2 ** -7)
 
 
-@pytest.mark.parametrize("in_out, dtype, training, path", [
-    ((12, 5), tf.float32, True, "narrowing"),
-    ((12, 5), tf.float32, False, "plain"),  # inference: the graph oneDNN fuses when serving
-    ((5, 12), tf.float32, True, "plain"),
-    ((5, 5), tf.float32, True, "plain"),
-    ((12, 5), tf.bfloat16, True, "bias gradient by product"),  # the plain bf16 product is faster
-    ((5, 12), tf.bfloat16, True, "bias gradient by product"),
-    ((5, 12), tf.bfloat16, False, "plain"),
+@pytest.mark.parametrize("in_out, dtype, training, avx2_only, path", [
+    ((12, 5), tf.float32, True, False, "narrowing"),
+    ((12, 5), tf.float32, False, False, "plain"),  # inference: the graph oneDNN fuses when serving
+    ((5, 12), tf.float32, True, False, "plain"),
+    ((5, 5), tf.float32, True, False, "plain"),
+    ((12, 5), tf.bfloat16, True, False, "bias gradient by product"),  # plain bf16 product faster
+    ((5, 12), tf.bfloat16, True, False, "bias gradient by product"),
+    ((5, 12), tf.bfloat16, False, False, "plain"),
+    ((20, 5), tf.float32, True, True, "wide operand transposed"),  # feed-forward out, AVX2 only
+    ((5, 20), tf.float32, True, True, "wide operand transposed"),  # feed-forward in
+    ((20, 5), tf.float32, True, False, "narrowing"),  # the same kernels on AVX-512 CPUs
+    ((5, 20), tf.float32, True, False, "plain"),
+    ((12, 5), tf.float32, True, True, "narrowing"),  # projections (ratio below 4)
+    ((5, 5), tf.float32, True, True, "plain"),
+    ((5, 20), tf.float32, False, True, "plain"),
+    ((5, 20), tf.bfloat16, True, True, "bias gradient by product"),
 ])
-def test_dense_gradient_paths(in_out, dtype, training, path):
+def test_dense_gradient_paths(monkeypatch, in_out, dtype, training, avx2_only, path):
     """float32 training with in > out takes the narrowing kernel gradient (a Transpose of
-    dy^T x), bfloat16 training the bias gradient as a product (no BiasAddGrad); the rest, and
-    every inference graph, autodiff's plain one."""
+    dy^T x), and on a CPU with AVX2 and no AVX-512 a feed-forward kernel (4x) takes it from
+    its wide operand transposed by XLA; bfloat16 training the bias gradient as a product (no
+    BiasAddGrad); the rest, and every inference graph, autodiff's plain one."""
+    monkeypatch.setattr(transformer, "avx2_without_avx512", lambda: avx2_only)
     x = tf.zeros([4, in_out[0]], dtype)
     kernel, bias = tf.zeros(in_out), tf.zeros([in_out[1]])
 
@@ -336,6 +357,7 @@ def test_dense_gradient_paths(in_out, dtype, training, path):
     types = {op.type for op in tf.function(gradients).get_concrete_function(x).graph
              .get_operations()}
     taken = ("bias gradient by product" if "BiasAddGrad" not in types else
+             "wide operand transposed" if _calls_xla(types) else
              "narrowing" if "Transpose" in types else "plain")
     assert taken == path
 
