@@ -157,8 +157,8 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
 
 def _dense(x, kernel, bias, training=False):
     """x [n, in] @ kernel [in, out] + bias [out], cast to x's dtype (mixed precision). In
-    training, two gradients take other forms (`_training_dense`); inference and exports keep
-    the plain graph, which oneDNN fuses when serving."""
+    training, the kernel's and the bias's gradients may take other forms (`_training_dense`);
+    inference and exports keep the plain graph, which oneDNN fuses when serving."""
     kernel, bias = tf.cast(kernel, x.dtype), tf.cast(bias, x.dtype)
     if training and (_narrowing(x, kernel) or x.dtype == tf.bfloat16
                      or _wide_operand_transposed(x, kernel)):

@@ -277,7 +277,7 @@ def test_training_dense_gradients_match_the_plain_dense(monkeypatch, in_out, avx
     """The kernel gradient forms of float32 training give the values of autodiff through
     matmul + bias_add (inference's graph), whatever CPU runs the test."""
     monkeypatch.setattr(transformer, "avx2_without_avx512", lambda: avx2_only)
-    x = tf.random.stateless_normal([33, in_out[0]], seed=[13, 0])
+    x = tf.random.stateless_normal([9, in_out[0]], seed=[13, 0])
     kernel = tf.random.stateless_normal(in_out, seed=[13, 1])
     bias = tf.random.stateless_normal([in_out[1]], seed=[13, 2])
     results = []
@@ -288,7 +288,7 @@ def test_training_dense_gradients_match_the_plain_dense(monkeypatch, in_out, avx
             loss = tf.reduce_sum(out * tf.sin(out))
         results.append([out] + tape.gradient(loss, [x, kernel, bias]))
     for fast, plain in zip(*results):
-        np.testing.assert_allclose(fast.numpy(), plain.numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(fast.numpy(), plain.numpy(), rtol=1e-5, atol=1e-6)
 
 
 def _calls_xla(op_types):
