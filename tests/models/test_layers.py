@@ -272,6 +272,7 @@ def test_transformer_gelu_gradient_form_only_in_training():
     ((12, 5), False),  # narrowing: (dy^T x)^T
     ((24, 6), True),  # feed-forward out on an AVX2-only CPU: x transposed by XLA, then x^T @ dy
     ((6, 24), True),  # feed-forward in there: (dy^T @ x)^T with dy transposed by XLA
+    ((6, 6), True),  # a projection there: autodiff's products, XLA's column sums for the bias
 ])
 def test_training_dense_gradients_match_the_plain_dense(monkeypatch, in_out, avx2_only):
     """The kernel gradient forms of float32 training give the values of autodiff through
@@ -289,11 +290,6 @@ def test_training_dense_gradients_match_the_plain_dense(monkeypatch, in_out, avx
         results.append([out] + tape.gradient(loss, [x, kernel, bias]))
     for fast, plain in zip(*results):
         np.testing.assert_allclose(fast.numpy(), plain.numpy(), rtol=1e-5, atol=1e-6)
-
-
-def _calls_xla(op_types):
-    """Whether a graph with these op types calls a function (the XLA-compiled transpose)."""
-    return bool({"PartitionedCall", "StatefulPartitionedCall"} & op_types)
 
 
 def test_bfloat16_dense_bias_gradient_is_the_correctly_rounded_column_sum():
@@ -322,28 +318,30 @@ def test_bfloat16_dense_bias_gradient_is_the_correctly_rounded_column_sum():
     np.testing.assert_allclose(tf.cast(dbias, tf.float64).numpy(), exact.numpy(), rtol=2 ** -7)
 
 
-@pytest.mark.parametrize("in_out, dtype, training, avx2_only, path", [
-    ((12, 5), tf.float32, True, False, "narrowing"),
-    ((12, 5), tf.float32, False, False, "plain"),  # inference: the graph oneDNN fuses when serving
-    ((5, 12), tf.float32, True, False, "plain"),
-    ((5, 5), tf.float32, True, False, "plain"),
-    ((12, 5), tf.bfloat16, True, False, "bias gradient by product"),  # plain bf16 product faster
-    ((5, 12), tf.bfloat16, True, False, "bias gradient by product"),
-    ((5, 12), tf.bfloat16, False, False, "plain"),
-    ((20, 5), tf.float32, True, True, "wide operand transposed"),  # feed-forward out, AVX2 only
-    ((5, 20), tf.float32, True, True, "wide operand transposed"),  # feed-forward in
-    ((20, 5), tf.float32, True, False, "narrowing"),  # the same kernels on AVX-512 CPUs
-    ((5, 20), tf.float32, True, False, "plain"),
-    ((12, 5), tf.float32, True, True, "narrowing"),  # projections (ratio below 4)
-    ((5, 5), tf.float32, True, True, "plain"),
-    ((5, 20), tf.float32, False, True, "plain"),
-    ((5, 20), tf.bfloat16, True, True, "bias gradient by product"),
+@pytest.mark.parametrize("in_out, dtype, training, avx2_only, kernel_path, bias_path", [
+    ((12, 5), tf.float32, True, False, "narrowing", "BiasAddGrad"),
+    ((12, 5), tf.float32, False, False, "plain", "BiasAddGrad"),  # inference: oneDNN fuses it
+    ((5, 12), tf.float32, True, False, "plain", "BiasAddGrad"),
+    ((5, 5), tf.float32, True, False, "plain", "BiasAddGrad"),
+    ((12, 5), tf.bfloat16, True, False, "plain", "product"),  # plain bf16 product the faster
+    ((5, 12), tf.bfloat16, True, False, "plain", "product"),
+    ((5, 12), tf.bfloat16, False, False, "plain", "BiasAddGrad"),
+    ((20, 5), tf.float32, True, True, "x transposed by XLA", "column sums by XLA"),  # AVX2 only
+    ((5, 20), tf.float32, True, True, "dy transposed by XLA", "with dy's transpose"),
+    ((20, 5), tf.float32, True, False, "narrowing", "BiasAddGrad"),  # the same on AVX-512 CPUs
+    ((5, 20), tf.float32, True, False, "plain", "BiasAddGrad"),
+    ((12, 5), tf.float32, True, True, "narrowing", "column sums by XLA"),  # projections (< 4x)
+    ((5, 5), tf.float32, True, True, "plain", "column sums by XLA"),
+    ((5, 20), tf.float32, False, True, "plain", "BiasAddGrad"),
+    ((5, 20), tf.bfloat16, True, True, "plain", "product"),
 ])
-def test_dense_gradient_paths(monkeypatch, in_out, dtype, training, avx2_only, path):
+def test_dense_gradient_paths(monkeypatch, in_out, dtype, training, avx2_only, kernel_path,
+                              bias_path):
     """float32 training with in > out takes the narrowing kernel gradient (a Transpose of
-    dy^T x), and on a CPU with AVX2 and no AVX-512 a feed-forward kernel (4x) takes it from
-    its wide operand transposed by XLA; bfloat16 training the bias gradient as a product (no
-    BiasAddGrad); the rest, and every inference graph, autodiff's plain one."""
+    dy^T x); on a CPU with AVX2 and no AVX-512 a feed-forward kernel (4x) takes it from its
+    wide operand transposed by XLA, and every float32 bias gradient is XLA's column sum (with
+    the feed-forward input's, dy's transpose in the same call); bfloat16 training takes the
+    bias gradient as a product; the rest, and every inference graph, autodiff's plain one."""
     monkeypatch.setattr(transformer, "avx2_without_avx512", lambda: avx2_only)
     x = tf.zeros([4, in_out[0]], dtype)
     kernel, bias = tf.zeros(in_out), tf.zeros([in_out[1]])
@@ -354,12 +352,26 @@ def test_dense_gradient_paths(monkeypatch, in_out, dtype, training, avx2_only, p
             out = tf.reduce_sum(tf.cast(transformer._dense(x, kernel, bias, training), tf.float32))
         return tape.gradient(out, [x, kernel, bias])
 
-    types = {op.type for op in tf.function(gradients).get_concrete_function(x).graph
-             .get_operations()}
-    taken = ("bias gradient by product" if "BiasAddGrad" not in types else
-             "wide operand transposed" if _calls_xla(types) else
-             "narrowing" if "Transpose" in types else "plain")
-    assert taken == path
+    operations = tf.function(gradients).get_concrete_function(x).graph.get_operations()
+    types = {op.type for op in operations}
+    called = {_xla_function(op) for op in operations if op.type in _CALLS}
+    assert called <= {"_transpose_by_xla", "_column_sums_by_xla",
+                      "_transposed_and_column_sums_by_xla"}
+    taken_kernel = ("dy transposed by XLA" if "_transposed_and_column_sums_by_xla" in called else
+                    "x transposed by XLA" if "_transpose_by_xla" in called else
+                    "narrowing" if "Transpose" in types else "plain")
+    taken_bias = ("BiasAddGrad" if "BiasAddGrad" in types else
+                  "with dy's transpose" if "_transposed_and_column_sums_by_xla" in called else
+                  "column sums by XLA" if "_column_sums_by_xla" in called else "product")
+    assert (taken_kernel, taken_bias) == (kernel_path, bias_path)
+
+
+_CALLS = ("PartitionedCall", "StatefulPartitionedCall")
+
+
+def _xla_function(call):
+    """The Python name of the tf.function a call op runs: "__inference_<name>_<n>" -> <name>."""
+    return call.get_attr("f").name.removeprefix("__inference_").rsplit("_", 1)[0]
 
 
 @pytest.mark.parametrize("seq", [1, 2, 7, 16])
