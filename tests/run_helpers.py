@@ -7,6 +7,7 @@ import importlib
 import io
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -58,10 +59,26 @@ def cli_args(data, vocab, model_dir, steps, *extra):
 
 
 def run_cli(args, timeout=300, env=None, module="electra_tf.run_pretraining"):
-    """Runs `python -m module args`; returns the CompletedProcess (text mode)."""
+    """Runs `python -m module args`; returns the CompletedProcess (text mode). The stderr of a
+    process killed by a signal keeps the crash report's tracebacks and loses its list of
+    extension modules (`without_extension_module_list`)."""
     full_env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", **(env or {}))
-    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO, env=full_env)
+    result = subprocess.run([sys.executable, "-m", module, *args], capture_output=True,
+                            text=True, timeout=timeout, cwd=REPO, env=full_env)
+    if result.returncode < 0:
+        result.stderr = without_extension_module_list(result.stderr)
+    return result
+
+
+# Python's fault handler ends a crash report with one line naming every extension module loaded,
+# thousands of characters with TensorFlow: the tail of stderr that a failing test prints would
+# show that line and not the tracebacks above it.
+_EXTENSION_MODULES = re.compile(r"^Extension modules: .*\(total: \d+\)$\n?", re.MULTILINE)
+
+
+def without_extension_module_list(stderr: str) -> str:
+    """stderr with the fault handler's "Extension modules: ... (total: N)" line taken out."""
+    return _EXTENSION_MODULES.sub("", stderr)
 
 
 # Flags that change what a process can do for the rest of its life (op determinism, logical
