@@ -161,7 +161,7 @@ def _dense(x, kernel, bias, training=False):
     inference and exports keep the plain graph, which oneDNN fuses when serving."""
     kernel, bias = tf.cast(kernel, x.dtype), tf.cast(bias, x.dtype)
     if training and (_narrowing(x, kernel) or x.dtype == tf.bfloat16
-                     or _float32_on_avx2_only(x)):
+                     or _float32_on_avx2_only(x) or _widening_with_kernel_transposed(x, kernel)):
         return _training_dense(x, kernel, bias)
     return tf.nn.bias_add(tf.matmul(x, kernel), bias)
 
@@ -190,7 +190,14 @@ def _training_dense(x, kernel, bias):
       transpose (8-9 ms) the feed-forward output's gradient took 24 instead of 39 ms, the
       input's 33 instead of 36, and ELECTRA-Small's pretraining and classification steps
       ran 1.04-1.06x as fast. Timings on a two-core AMD EPYC (Zen 3), 2026-11-28.
-    - float32 on those CPUs: the bias's gradient, the column sums of dy, from an XLA kernel
+    - float32 with out >= 4x in (the feed-forward input, [n, 256] -> [n, 1024]) on other
+      CPUs (`_widening_with_kernel_transposed`): the input's gradient dy @ W^T from W^T
+      [out, in] written out by an XLA kernel (a plain Transpose would be folded back into the
+      product's transpose_b by grappler). On [4096, 1024] x [256, 1024]^T oneDNN took 14.1 ms
+      with transpose_b, 10.7 with W^T written out (11.2 with the transpose); ELECTRA-Small's
+      classification and pretraining steps ran 1.02-1.06x as fast (two-core AMD EPYC, Zen 4,
+      2026-11-28; docs/performance.md).
+    - float32 on AVX2-only CPUs: the bias's gradient, the column sums of dy, from an XLA kernel
       (for the feed-forward input, the same call that writes dy's transpose): TensorFlow's
       `BiasAddGrad` took 0.95 ms on [4096, 256] and 2.45 on [4096, 1024], XLA's sum 0.53 and
       1.23 (two-core Zen 3, 2026-11-28).
@@ -206,6 +213,7 @@ def _training_dense(x, kernel, bias):
     narrowing = _narrowing(x, kernel)
     avx2_only = _float32_on_avx2_only(x)
     wide_operand_transposed = _wide_operand_transposed(x, kernel)
+    kernel_transposed = _widening_with_kernel_transposed(x, kernel)
 
     def gradient(upstream):
         if x.dtype == tf.bfloat16:
@@ -225,7 +233,11 @@ def _training_dense(x, kernel, bias):
             kernel_gradient = tf.transpose(tf.matmul(upstream, x, transpose_a=True))
         else:
             kernel_gradient = tf.matmul(x, upstream, transpose_a=True)
-        return tf.matmul(upstream, kernel, transpose_b=True), kernel_gradient, bias_gradient
+        if kernel_transposed:
+            input_gradient = tf.matmul(upstream, _transpose_by_xla(kernel))
+        else:
+            input_gradient = tf.matmul(upstream, kernel, transpose_b=True)
+        return input_gradient, kernel_gradient, bias_gradient
 
     return tf.nn.bias_add(tf.matmul(x, kernel), bias), gradient
 
@@ -242,6 +254,14 @@ def _wide_operand_transposed(x, kernel):
     `_float32_on_avx2_only` and a kernel one of whose sides is at least 4x the other (a
     feed-forward one)."""
     return max(kernel.shape) >= 4 * min(kernel.shape) and _float32_on_avx2_only(x)
+
+
+def _widening_with_kernel_transposed(x, kernel):
+    """Whether `_training_dense` takes the input's gradient as dy @ (W^T written out): float32,
+    a kernel [in, out] with out >= 4x in (a feed-forward input), on a CPU with AVX-512 (not
+    `avx2_without_avx512`, whose oneDNN kernels were not measured with it) and no GPU."""
+    return (x.dtype == tf.float32 and kernel.shape[1] >= 4 * kernel.shape[0]
+            and not avx2_without_avx512() and not tf.config.list_physical_devices("GPU"))
 
 
 @tf.function(jit_compile=True, autograph=False)

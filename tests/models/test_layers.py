@@ -273,6 +273,7 @@ def test_transformer_gelu_gradient_form_only_in_training():
     ((24, 6), True),  # feed-forward out on an AVX2-only CPU: x transposed by XLA, then x^T @ dy
     ((6, 24), True),  # feed-forward in there: (dy^T @ x)^T with dy transposed by XLA
     ((6, 6), True),  # a projection there: autodiff's products, XLA's column sums for the bias
+    ((6, 24), False),  # feed-forward in on an AVX-512 CPU: dy @ (W^T written out by XLA)
 ])
 def test_training_dense_gradients_match_the_plain_dense(monkeypatch, in_out, avx2_only):
     """The kernel gradient forms of float32 training give the values of autodiff through
@@ -318,30 +319,36 @@ def test_bfloat16_dense_bias_gradient_is_the_correctly_rounded_column_sum():
     np.testing.assert_allclose(tf.cast(dbias, tf.float64).numpy(), exact.numpy(), rtol=2 ** -7)
 
 
-@pytest.mark.parametrize("in_out, dtype, training, avx2_only, kernel_path, bias_path", [
-    ((12, 5), tf.float32, True, False, "narrowing", "BiasAddGrad"),
-    ((12, 5), tf.float32, False, False, "plain", "BiasAddGrad"),  # inference: oneDNN fuses it
-    ((5, 12), tf.float32, True, False, "plain", "BiasAddGrad"),
-    ((5, 5), tf.float32, True, False, "plain", "BiasAddGrad"),
-    ((12, 5), tf.bfloat16, True, False, "plain", "product"),  # plain bf16 product the faster
-    ((5, 12), tf.bfloat16, True, False, "plain", "product"),
-    ((5, 12), tf.bfloat16, False, False, "plain", "BiasAddGrad"),
-    ((20, 5), tf.float32, True, True, "x transposed by XLA", "column sums by XLA"),  # AVX2 only
-    ((5, 20), tf.float32, True, True, "dy transposed by XLA", "with dy's transpose"),
-    ((20, 5), tf.float32, True, False, "narrowing", "BiasAddGrad"),  # the same on AVX-512 CPUs
-    ((5, 20), tf.float32, True, False, "plain", "BiasAddGrad"),
-    ((12, 5), tf.float32, True, True, "narrowing", "column sums by XLA"),  # projections (< 4x)
-    ((5, 5), tf.float32, True, True, "plain", "column sums by XLA"),
-    ((5, 20), tf.float32, False, True, "plain", "BiasAddGrad"),
-    ((5, 20), tf.bfloat16, True, True, "plain", "product"),
+@pytest.mark.parametrize("in_out, dtype, training, avx2_only, kernel_path, bias_path, input_path", [
+    ((12, 5), tf.float32, True, False, "narrowing", "BiasAddGrad", "transpose_b"),
+    ((12, 5), tf.float32, False, False, "plain", "BiasAddGrad", "transpose_b"),  # inference
+    ((5, 12), tf.float32, True, False, "plain", "BiasAddGrad", "transpose_b"),  # under 4x
+    ((5, 5), tf.float32, True, False, "plain", "BiasAddGrad", "transpose_b"),
+    ((12, 5), tf.bfloat16, True, False, "plain", "product", "transpose_b"),  # bf16: plain faster
+    ((5, 12), tf.bfloat16, True, False, "plain", "product", "transpose_b"),
+    ((5, 20), tf.bfloat16, True, False, "plain", "product", "transpose_b"),
+    ((5, 12), tf.bfloat16, False, False, "plain", "BiasAddGrad", "transpose_b"),
+    ((20, 5), tf.float32, True, True, "x transposed by XLA", "column sums by XLA",
+     "transpose_b"),  # AVX2 only
+    ((5, 20), tf.float32, True, True, "dy transposed by XLA", "with dy's transpose",
+     "transpose_b"),
+    ((20, 5), tf.float32, True, False, "narrowing", "BiasAddGrad", "transpose_b"),  # AVX-512
+    ((5, 20), tf.float32, True, False, "plain", "BiasAddGrad", "W^T by XLA"),  # AVX-512, 4x
+    ((5, 20), tf.float32, False, False, "plain", "BiasAddGrad", "transpose_b"),
+    ((12, 5), tf.float32, True, True, "narrowing", "column sums by XLA", "transpose_b"),
+    ((5, 5), tf.float32, True, True, "plain", "column sums by XLA", "transpose_b"),
+    ((5, 20), tf.float32, False, True, "plain", "BiasAddGrad", "transpose_b"),
+    ((5, 20), tf.bfloat16, True, True, "plain", "product", "transpose_b"),
 ])
 def test_dense_gradient_paths(monkeypatch, in_out, dtype, training, avx2_only, kernel_path,
-                              bias_path):
+                              bias_path, input_path):
     """float32 training with in > out takes the narrowing kernel gradient (a Transpose of
     dy^T x); on a CPU with AVX2 and no AVX-512 a feed-forward kernel (4x) takes it from its
     wide operand transposed by XLA, and every float32 bias gradient is XLA's column sum (with
-    the feed-forward input's, dy's transpose in the same call); bfloat16 training takes the
-    bias gradient as a product; the rest, and every inference graph, autodiff's plain one."""
+    the feed-forward input's, dy's transpose in the same call); on other CPUs the feed-forward
+    input's float32 input gradient multiplies by W^T written out by XLA; bfloat16 training
+    takes the bias gradient as a product; the rest, and every inference graph, autodiff's
+    plain one."""
     monkeypatch.setattr(transformer, "avx2_without_avx512", lambda: avx2_only)
     x = tf.zeros([4, in_out[0]], dtype)
     kernel, bias = tf.zeros(in_out), tf.zeros([in_out[1]])
@@ -354,16 +361,20 @@ def test_dense_gradient_paths(monkeypatch, in_out, dtype, training, avx2_only, k
 
     operations = tf.function(gradients).get_concrete_function(x).graph.get_operations()
     types = {op.type for op in operations}
-    called = {_xla_function(op) for op in operations if op.type in _CALLS}
+    calls = [(_xla_function(op), tuple(op.inputs[0].shape)) for op in operations
+             if op.type in _CALLS]
+    called = {name for name, _ in calls}
     assert called <= {"_transpose_by_xla", "_column_sums_by_xla",
                       "_transposed_and_column_sums_by_xla"}
+    transposed = {shape for name, shape in calls if name == "_transpose_by_xla"}
     taken_kernel = ("dy transposed by XLA" if "_transposed_and_column_sums_by_xla" in called else
-                    "x transposed by XLA" if "_transpose_by_xla" in called else
+                    "x transposed by XLA" if tuple(x.shape) in transposed else
                     "narrowing" if "Transpose" in types else "plain")
     taken_bias = ("BiasAddGrad" if "BiasAddGrad" in types else
                   "with dy's transpose" if "_transposed_and_column_sums_by_xla" in called else
                   "column sums by XLA" if "_column_sums_by_xla" in called else "product")
-    assert (taken_kernel, taken_bias) == (kernel_path, bias_path)
+    taken_input = "W^T by XLA" if in_out in transposed else "transpose_b"
+    assert (taken_kernel, taken_bias, taken_input) == (kernel_path, bias_path, input_path)
 
 
 _CALLS = ("PartitionedCall", "StatefulPartitionedCall")
