@@ -27,7 +27,9 @@ only), so the two can be run one after the other on the same machine and compare
 
 The fine-tuning tasks (`classify`, `qa`) use the reference's inputs: random ids, a full mask,
 segment 1 from seq // 4 on (`[CLS] question [SEP] context [SEP]`-like), and count 3x the
-encoder's forward FLOPs (the task heads are left out, as the reference leaves out its own).
+encoder's forward FLOPs (the task heads are left out, as the reference leaves out its own);
+`classify` counts the FLOPs it does: its last block computes [CLS] alone, where the
+reference's computes every position, so compare the two by tokens/s.
 `qa` trains the original's joint head (`qa` config section defaults: beam 20, answerability
 head) on answer spans inside the context segment: more work than the reference's
 `ElectraForQuestionAnswering` (one linear layer for start and end): the joint end head's
@@ -55,7 +57,8 @@ from electra_tf import console
 from electra_tf.benchmarks.machine import cpu_description
 from electra_tf.config import FinetuneConfig, QAConfig, load_config
 from electra_tf.onednn import onednn_enabled
-from electra_tf.training.flops import encoder_flops_per_token, pretraining_step_flops
+from electra_tf.training.flops import (classification_step_flops, encoder_flops_per_token,
+                                      pretraining_step_flops)
 
 console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
 
@@ -343,9 +346,9 @@ def _pair_inputs(vocab_size):
             "segment_ids": segments.astype(np.int32)}
 
 
-def _finetune(model, config, labels, jit_compile):
+def _finetune(model, config, labels, jit_compile, flops):
     """Times one fine-tuning step of `model` on `_pair_inputs` with the original's fine-tuning
-    optimizer (layer-wise LR decay); FLOPs: 3x the encoder's forward pass."""
+    optimizer (layer-wise LR decay), `flops` a step."""
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.training.optimizer import create_optimizer
 
@@ -356,7 +359,6 @@ def _finetune(model, config, labels, jit_compile):
     inputs = _pair_inputs(config.model.vocab_size)
     step = lambda: model.train_on_batch(inputs, labels)
     compile_s, times = _time(step, FLAGS.steps, FLAGS.warmup)
-    flops = 3 * FLAGS.batch * FLAGS.seq * encoder_flops_per_token(config.model, FLAGS.seq)
     return {**_rates(times, compile_s, flops), **_profile(step)}
 
 
@@ -368,7 +370,8 @@ def _classify(config, jit_compile):
     from electra_tf.models.classifier import ElectraClassifier
 
     labels = np.random.default_rng(1).integers(0, 3, size=FLAGS.batch).astype(np.int32)
-    return _finetune(ElectraClassifier(config.model, num_labels=3), config, labels, jit_compile)
+    return _finetune(ElectraClassifier(config.model, num_labels=3), config, labels, jit_compile,
+                     classification_step_flops(config.model, FLAGS.batch, FLAGS.seq))
 
 
 def _question_answering(config, jit_compile):
@@ -388,7 +391,8 @@ def _question_answering(config, jit_compile):
     end = np.minimum(start + rng.integers(0, 4, size=FLAGS.batch), last)
     labels = {"start_positions": start.astype(np.int32), "end_positions": end.astype(np.int32),
               "is_impossible": np.zeros(FLAGS.batch, np.float32)}
-    return _finetune(model, config, labels, jit_compile)
+    flops = 3 * FLAGS.batch * FLAGS.seq * encoder_flops_per_token(config.model, FLAGS.seq)
+    return _finetune(model, config, labels, jit_compile, flops)
 
 
 def _infer(config, jit_compile):

@@ -45,6 +45,13 @@ class ElectraClassifier(TaskModel):
     [batch, num_labels], or with `regression=True` predictions [batch] on the scaled [0, 1] target
     scale. Labels: int class ids [batch], or float scaled targets [batch].
 
+    In training the encoder's last block runs for [CLS] alone (`output_rows=1`), the one
+    position the head reads: the logits and gradients of the whole block's first position
+    (without dropout the same values; with it, masks drawn for that position alone), without a
+    twelfth of ELECTRA-Small's encoder work (docs/performance.md). Inference, and so every
+    export, still computes the whole block, the work that the serving benchmarks' references
+    (torch, ONNX Runtime) do.
+
     Args:
       model_config: the encoder's sizes, an `electra_tf.config.ModelConfig` (default: its
         defaults). `from_preset` takes them from the pretrained directory.
@@ -94,7 +101,9 @@ class ElectraClassifier(TaskModel):
         self.build_layers(self.head)
 
     def call(self, inputs, training=False):
-        outputs = self.head(self.encode(inputs, training=training), training=training)
+        output_rows = 1 if training else None  # exports: see the class docstring
+        outputs = self.head(self.encode(inputs, training=training, output_rows=output_rows),
+                            training=training)
         return outputs[:, 0] if self.regression else outputs
 
     def check_labels(self, labels):

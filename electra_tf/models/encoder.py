@@ -18,7 +18,9 @@ class ElectraEncoder(keras.layers.Layer):
     kernel is truncated normal with stddev `initializer_range`.
 
     Call: `input_ids`, `input_mask` (1 = real token), `segment_ids`, each int [batch, seq]
-    -> `sequence_output` [batch, seq, hidden_size].
+    -> `sequence_output` [batch, seq, hidden_size]; with `output_rows=k`, the last block computes
+    the first k positions only -> [batch, k, hidden_size] (k = 1: the [CLS] vector alone, what a
+    classifier reads; the same values as the whole output's first rows).
 
     `from_preset(path)` loads a pretrained discriminator encoder; `from_model_config` sizes one
     by an `electra_tf.config.ModelConfig`. A deserialised encoder (`from_config`) owns a new
@@ -99,12 +101,14 @@ class ElectraEncoder(keras.layers.Layer):
             layer.build((None, None, self.hidden_size))
         self.built = True
 
-    def call(self, input_ids, input_mask, segment_ids, training=None):
+    def call(self, input_ids, input_mask, segment_ids, training=None, output_rows=None):
         x = self.embeddings(input_ids, segment_ids, training=training)
         if self.embeddings_project is not None:
             x = self.embeddings_project(x)
-        for layer in self.transformer_layers:
-            x = layer(x, padding_mask=input_mask, training=training)
+        last = len(self.transformer_layers) - 1
+        for i, layer in enumerate(self.transformer_layers):
+            rows = {"query_rows": output_rows} if output_rows and i == last else {}
+            x = layer(x, padding_mask=input_mask, training=training, **rows)
         return x
 
     def embed(self, input_ids, input_mask, segment_ids):

@@ -51,10 +51,12 @@ class TaskModel(ReplicatedModel):
         if preprocessor is not None:
             raw_text.check_fits(preprocessor, self.model_config, type(self).__name__)
 
-    def encode(self, inputs, training=False):
-        """The encoder's sequence output [batch, seq, hidden]."""
+    def encode(self, inputs, training=False, output_rows=None):
+        """The encoder's sequence output [batch, seq, hidden]; its first `output_rows`
+        positions [batch, output_rows, hidden] if given (`ElectraEncoder.call`)."""
         input_ids, input_mask, segment_ids = (tf.cast(inputs[name], tf.int32) for name in INPUT_NAMES)
-        return self.encoder(input_ids, input_mask, segment_ids, training=training)
+        return self.encoder(input_ids, input_mask, segment_ids, training=training,
+                            output_rows=output_rows)
 
     def per_example_loss(self, labels, outputs):
         raise NotImplementedError

@@ -15,7 +15,10 @@ from electra_tf.onednn import avx2_without_avx512
 class TransformerLayer(keras_hub.layers.TransformerEncoder):
     """keras-hub's TransformerEncoder (post-LN), with its own attention-probability dropout rate.
 
-    Call: `inputs` [batch, seq, H], `padding_mask` [batch, seq] (1 = real token) -> [batch, seq, H].
+    Call: `inputs` [batch, seq, H], `padding_mask` [batch, seq] (1 = real token) -> [batch, seq, H];
+    with `query_rows=k`, the outputs of the first k positions only, [batch, k, H]: their queries
+    attend to every position, and the other positions' queries, attention outputs and
+    feed-forward layers are not computed (a classifier's last block needs [CLS] alone).
 
     The variables, their names and the sublayers are keras-hub's (so checkpoints and weight
     conversions see the same structure), but the padding-mask-only call computes the block as
@@ -55,11 +58,17 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
         self._feedforward_dropout.rate = hidden_dropout
 
     def call(self, inputs, padding_mask=None, attention_mask=None, training=None,
-             return_attention_scores=False):
+             return_attention_scores=False, query_rows=None):
         if attention_mask is not None or return_attention_scores or self.normalize_first:
-            return super().call(inputs, padding_mask=padding_mask, attention_mask=attention_mask,
-                                training=training,
-                                return_attention_scores=return_attention_scores)
+            if query_rows is not None and return_attention_scores:
+                raise ValueError("query_rows does not combine with return_attention_scores")
+            outputs = super().call(inputs, padding_mask=padding_mask,
+                                   attention_mask=attention_mask, training=training,
+                                   return_attention_scores=return_attention_scores)
+            return outputs if query_rows is None else outputs[:, :query_rows]
+        if query_rows is not None:
+            key, value = self._keys_and_values(inputs, training)
+            return self._block(inputs[:, :query_rows], key, value, padding_mask, training)
         if training:
             key, value = self._keys_and_values(inputs, training)
             return self._block(inputs, key, value, padding_mask, training)

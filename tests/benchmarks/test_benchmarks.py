@@ -11,7 +11,7 @@ import pytest
 from electra_tf.benchmarks.machine import cpu_description
 from electra_tf.config import load_config
 from electra_tf.onednn import prefer_onednn
-from electra_tf.training.flops import pretraining_step_flops
+from electra_tf.training.flops import classification_step_flops, pretraining_step_flops
 from electra_tf.training.profile_breakdown import format_breakdown, op_breakdown
 from tests.run_helpers import _own_flags, run_in_process
 
@@ -26,6 +26,15 @@ def test_flop_count_of_electra_small():
     head = 2 * 64 * 128 + 2 * 128 * 30522
     expected = 3 * (32 * 128 * (disc + gen) + 32 * 19 * head)
     assert pretraining_step_flops(model, 32, 128, 19) == expected
+
+
+def test_flop_count_of_an_electra_small_classification_step():
+    model = load_config("model/small").model
+    # Hand count, forward: 11 whole blocks and the projection at 128 positions; the last block's
+    # key and value projections (4*256^2) at 128 positions, the rest of it at [CLS] alone.
+    block = 8 * 256**2 + 4 * 256 * 1024 + 4 * 128 * 256
+    per_sequence = 128 * (11 * block + 2 * 128 * 256 + 4 * 256**2) + block - 4 * 256**2
+    assert classification_step_flops(model, 32, 128) == 3 * 32 * per_sequence
 
 
 def _json_lines(module, *args, own_process=True):

@@ -412,6 +412,48 @@ def test_transformer_inference_runs_the_sequence_halves_apart_with_the_same_outp
     assert softmaxes(False) == 2 and softmaxes(True) == 1
 
 
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize("query_rows", [1, 3])
+def test_transformer_query_rows_are_the_first_rows_of_the_whole_block(training, query_rows):
+    """`query_rows=k` computes the first k positions only (their queries attend to every key):
+    the first k rows of the whole block's outputs, with the same gradients for a loss on them,
+    on the fast path and on keras-hub's (an explicit attention mask). A one-position block is
+    what a classifier's last layer runs."""
+    layer = TransformerLayer(64, 4, dropout=0.0, attention_dropout=0.0,
+                             activation=get_activation("gelu"))
+    x = tf.random.stateless_normal([3, 7, 32], seed=[14, query_rows])
+    mask = tf.constant([[1] * 7, [1, 1, 1, 1, 0, 0, 0], [1, 1, 0, 0, 0, 0, 0]])
+    layer(x, padding_mask=mask)
+    attention_mask = tf.cast(mask[:, None, :] * tf.ones([1, 7, 1], tf.int32), tf.bool)
+    for masks in ({"padding_mask": mask}, {"attention_mask": attention_mask}):
+        results = []
+        for rows in (None, query_rows):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                out = layer(x, training=training, query_rows=rows, **masks)
+                out = out if rows else out[:, :query_rows]
+                loss = tf.reduce_sum(out * tf.sin(out))
+            results.append([out] + tape.gradient(loss, [x] + layer.trainable_variables))
+        assert results[1][0].shape == (3, query_rows, 32)
+        for first_rows, whole in zip(*results):
+            np.testing.assert_allclose(first_rows.numpy(), whole.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_transformer_query_rows_skip_the_other_positions_work():
+    """With `query_rows`, the feed-forward products have query_rows rows per sequence, not seq:
+    the block does not compute the positions it does not return."""
+    layer = TransformerLayer(64, 4, activation=get_activation("gelu"))
+    x = tf.zeros([2, 16, 32])
+    mask = tf.ones([2, 16], tf.int32)
+    layer(x, padding_mask=mask)
+    for training in (False, True):
+        graph = tf.function(lambda x: layer(x, padding_mask=mask, training=training,
+                                            query_rows=1)).get_concrete_function(x).graph
+        rows = {op.outputs[0].shape[0] for op in graph.get_operations()
+                if op.type == "MatMul" and op.outputs[0].shape[-1] == 64}
+        assert rows == {2}, (training, rows)
+
+
 def test_transformer_training_scales_the_query_kernel_not_the_queries():
     """In training 1/sqrt(head size) multiplies the query projection's kernel and bias, so no
     Mul runs over the queries [batch, heads, rows, d] forward or backward; inference keeps
