@@ -47,10 +47,10 @@ class ElectraClassifier(TaskModel):
 
     In training the encoder's last block runs for [CLS] alone (`output_rows=1`), the one
     position the head reads: the logits and gradients of the whole block's first position
-    (without dropout the same values; with it, masks drawn for that position alone), without a
-    twelfth of ELECTRA-Small's encoder work (docs/performance.md). Inference, and so every
-    export, still computes the whole block, the work that the serving benchmarks' references
-    (torch, ONNX Runtime) do.
+    (without dropout the same values; with it, masks drawn for that position alone), without
+    7% of ELECTRA-Small's encoder FLOPs at 128 tokens (docs/performance.md). Inference, and so
+    every export, still computes the whole block, the work that the serving benchmarks'
+    references (torch, ONNX Runtime) do.
 
     Args:
       model_config: the encoder's sizes, an `electra_tf.config.ModelConfig` (default: its
