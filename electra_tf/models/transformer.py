@@ -251,11 +251,17 @@ def _training_dense(x, kernel, bias):
     return tf.nn.bias_add(tf.matmul(x, kernel), bias), gradient
 
 
+def _float32_on_cpu(x):
+    """Whether `x` is float32 and no GPU is visible, so that its products and sums run on
+    TensorFlow's CPU (oneDNN and Eigen) kernels, the ones `_training_dense`'s forms were
+    measured with."""
+    return x.dtype == tf.float32 and not tf.config.list_physical_devices("GPU")
+
+
 def _float32_on_avx2_only(x):
-    """Whether `_training_dense` takes the AVX2 forms: float32 on a CPU with AVX2 and no
-    AVX-512 and no GPU (where the products and sums are TensorFlow's oneDNN and Eigen ones)."""
-    return (x.dtype == tf.float32 and avx2_without_avx512()
-            and not tf.config.list_physical_devices("GPU"))
+    """Whether `_training_dense` takes the AVX2 forms: `_float32_on_cpu` on a CPU with AVX2 and
+    no AVX-512."""
+    return _float32_on_cpu(x) and avx2_without_avx512()
 
 
 def _wide_operand_transposed(x, kernel):
@@ -269,8 +275,8 @@ def _widening_with_kernel_transposed(x, kernel):
     """Whether `_training_dense` takes the input's gradient as dy @ (W^T written out): float32,
     a kernel [in, out] with out >= 4x in (a feed-forward input), on a CPU with AVX-512 (not
     `avx2_without_avx512`, whose oneDNN kernels were not measured with it) and no GPU."""
-    return (x.dtype == tf.float32 and kernel.shape[1] >= 4 * kernel.shape[0]
-            and not avx2_without_avx512() and not tf.config.list_physical_devices("GPU"))
+    return (kernel.shape[1] >= 4 * kernel.shape[0] and _float32_on_cpu(x)
+            and not avx2_without_avx512())
 
 
 @tf.function(jit_compile=True, autograph=False)
