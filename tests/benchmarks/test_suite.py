@@ -7,8 +7,9 @@ import textwrap
 
 import pytest
 
+from electra_tf.benchmarks import suite
 from electra_tf.benchmarks.suite import (ROWS, default_rows, machine_line, onnxruntime_records,
-                                        table)
+                                        run_suite, table)
 
 OURS_PRETRAIN = {"cpu": "AMD EPYC", "cores": 2, "cpu_flags": ["AVX-512", "AVX-512 BF16"],
                  "onednn": True,
@@ -20,12 +21,12 @@ OURS_SERVE = {"cpu": "AMD EPYC", "cores": 2, "cpu_flags": ["AVX-512", "AVX-512 B
 
 
 def test_table_puts_each_workload_against_its_references():
-    results = {"pretrain": (OURS_PRETRAIN, {"tokens_per_s": 1500.0}),
-               "serve_b1": (OURS_SERVE, {"median_step_s": 0.030}),
-               "serve_b32_intra1": (OURS_SERVE, None),
-               "qa": ({"error": "out of memory"}, {"tokens_per_s": 100.0})}
-    onnx = {"1": {"median_s": 0.016}, "32": {"tokens_per_s": 3200.0}}
-    text = table(results, machine_line([r for r, _ in results.values()]), onnx)
+    results = {"pretrain": [(OURS_PRETRAIN, {"tokens_per_s": 1500.0})],
+               "serve_b1": [(OURS_SERVE, {"median_step_s": 0.030})],
+               "serve_b32_intra1": [(OURS_SERVE, None)],
+               "qa": [({"error": "out of memory"}, {"tokens_per_s": 100.0})]}
+    onnx = [{"1": {"median_s": 0.016}, "32": {"tokens_per_s": 3200.0}}]
+    text = table(results, machine_line([r for [(r, _)] in results.values()]), onnx)
     lines = text.splitlines()
     assert lines[0].startswith("AMD EPYC, 2 cores (AVX-512, AVX-512 BF16); TensorFlow's oneDNN "
                                "kernels; float32 matmul peak 330-350 GFLOP/s; 20")
@@ -42,11 +43,53 @@ def test_table_puts_each_workload_against_its_references():
 
 
 def test_table_says_when_onnx_runtime_failed():
-    results = {"serve_b1": (OURS_SERVE, {"median_step_s": 0.030})}
-    onnx = {"1": {"error": "No module named 'onnxruntime'"}}
+    results = {"serve_b1": [(OURS_SERVE, {"median_step_s": 0.030})]}
+    onnx = [{"1": {"error": "No module named 'onnxruntime'"}}]
     text = table(results, machine_line([OURS_SERVE]), onnx)
     serve = next(line for line in text.splitlines() if line.startswith("| serving_default"))
     assert serve.endswith("| failed: No module named 'onnxruntime' |  |")
+
+
+def test_rounds_give_the_median_round_and_the_range_of_the_rounds_ratios():
+    def ours(tokens_per_s, latency_ms=None):
+        return dict(OURS_PRETRAIN, tokens_per_s=tokens_per_s, latency_p50_ms=latency_ms)
+
+    # the ratios are taken round by round: 3000/1500, 2000/1600, 3300/1650
+    results = {"pretrain": [(ours(3000.0), {"tokens_per_s": 1500.0}),
+                            (ours(2000.0), {"tokens_per_s": 1600.0}),
+                            (ours(3300.0), {"tokens_per_s": 1650.0})],
+               "serve_b1": [(ours(0, 10.0), {"median_step_s": 0.030}),
+                            (ours(0, 12.0), {"error": "killed"}),
+                            (ours(0, 11.0), {"median_step_s": 0.022})]}
+    onnx = [{"1": {"median_s": 0.015}}, {"1": {"median_s": 0.013}}, {"1": {"error": "gone"}}]
+    lines = table(results, "machine", onnx).splitlines()
+    pretrain = next(line for line in lines if line.startswith("| pretraining step"))
+    assert "| 3,000 tokens/s (50% of peak) | 1,600 tokens/s | 2.00x (1.25-2.00) |" in pretrain
+    serve = next(line for line in lines if line.startswith("| serving_default, batch 1"))
+    # torch: rounds 1 and 3 (3.00x, 2.00x), median of two = their mean; latencies: the lower
+    # middle of 22 and 30 ms. ONNX Runtime: rounds 1 and 2 (1.50x, 13/12 = 1.08x)
+    assert "| 11.0 ms | 22.0 ms | 2.50x (2.00-3.00) | 13.0 ms | 1.29x (1.08-1.50) |" in serve
+
+
+def test_run_suite_keeps_each_pair_together_round_after_round(monkeypatch):
+    commands = []
+
+    def run(command, timeout):
+        script = command[2] if command[1] == "-m" else command[1].rsplit("/", 1)[-1]
+        commands.append(script.rsplit(".", 1)[-1] if command[1] == "-m" else script)
+        return {"tokens_per_s": 100.0 * len(commands), "latency_p50_ms": 1.0}
+
+    onnx_calls = []
+    monkeypatch.setattr(suite, "_run", run)
+    monkeypatch.setattr(suite, "onnxruntime_records",
+                        lambda reference_dir, timeout: onnx_calls.append(len(commands)) or {})
+    text = run_suite(["pretrain", "serve_b32_intra1"], "refs", rounds=2)
+    pair = ["steps", "torch_reference_step.py"]
+    assert commands == pair + ["steps"] + pair + ["steps"]  # serve_b32_intra1 has no torch row
+    assert onnx_calls == [3, 6]  # ONNX Runtime once a round, after that round's rows
+    # pretraining's rounds: 100/200 and 400/500 tokens/s
+    assert "| 0.65x (0.50-0.80) |" in next(line for line in text.splitlines()
+                                            if line.startswith("| pretraining step"))
 
 
 def test_a_failing_onnx_runtime_script_is_reported_at_both_batch_sizes(tmp_path):
@@ -88,6 +131,7 @@ def test_suite_command_runs_ours_and_the_reference(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "$ " in result.stdout and "electra_tf.benchmarks.steps --size tiny --task classify" \
         in result.stdout
+    assert "  -> 1,234 tokens/s, median step 500.0 ms" in result.stdout  # each run as it ends
     text = output.read_text()
     classify = next(line for line in text.splitlines() if line.startswith("| classification"))
     assert "| 1,234 tokens/s |" in classify and "tokens/s (" in classify

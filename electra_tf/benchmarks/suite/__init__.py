@@ -13,6 +13,12 @@ Without it, only our own numbers are printed; ONNX Runtime comes from requiremen
 and where its script fails the table says so. Each row's commands are printed above the table,
 so every number can be re-run alone; `--output FILE` also writes the table there. On a CPU
 without bfloat16 instructions (AVX-512 BF16 or AMX) the bf16 rows are left out unless named.
+
+A machine of this kind drifts by 5-10% in speed over minutes, ours and the reference's alike, so
+one pair of runs can put a ratio on either side of a goal. `--rounds N` runs the whole list N
+times over (each row's pair of commands, and ONNX Runtime once per round, stay next to each
+other in time): each cell is then the median round's value, and each ratio the median of the
+rounds' own ratios with their range, e.g. `1.38x (1.33-1.45)`.
 """
 
 import datetime
@@ -100,8 +106,36 @@ def _run(command, timeout):
         return {"error": f"timed out after {timeout} s"}
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     if result.returncode or not lines:
-        return {"error": (result.stderr.strip().splitlines() or ["no output"])[-1][:200]}
-    return json.loads(lines[-1])
+        record = {"error": (result.stderr.strip().splitlines() or ["no output"])[-1][:200]}
+    else:
+        record = json.loads(lines[-1])
+    print(f"  -> {_summary(record)}", flush=True)
+    return record
+
+
+def _summary(record):
+    """One benchmark line in a few words, printed as the suite goes."""
+    if "error" in record:
+        return f"failed: {record['error']}"
+    parts = [f"{record['tokens_per_s']:,.0f} tokens/s"] if "tokens_per_s" in record else []
+    if "latency_p50_ms" in record:
+        parts.append(f"p50 {record['latency_p50_ms']:.1f} ms")
+    elif "median_step_s" in record:
+        parts.append(f"median step {1000 * record['median_step_s']:.1f} ms")
+    return ", ".join(parts) or "no rate"
+
+
+def _median_record(records, value):
+    """Of one row's records over the rounds, the one whose `value(record)` is the median (the
+    lower middle one for an even count), or the first failure if every round failed."""
+    valid = [record for record in records if "error" not in record]
+    if not valid:
+        return records[0]
+    return sorted(valid, key=value)[(len(valid) - 1) // 2]
+
+
+def _our_value(record, rate):
+    return record["latency_p50_ms"] if rate == "latency" else record["tokens_per_s"]
 
 
 def _ours_cell(record, rate):
@@ -122,38 +156,68 @@ def _reference_value(record, rate):
 
 
 def _ratio(ours, reference, rate):
-    """Our speed over the reference's (>1: we are faster)."""
+    """Our speed over the reference's (>1: we are faster), or None."""
     if "error" in ours or reference is None:
-        return ""
+        return None
     if rate == "latency":
-        return f"{reference / ours['latency_p50_ms']:.2f}x"
-    return f"{ours['tokens_per_s'] / reference:.2f}x"
+        return reference / ours["latency_p50_ms"]
+    return ours["tokens_per_s"] / reference
 
 
-def table(results, machine, onnx):
-    """Markdown: one row per workload: ours, torch, their ratio, and ONNX Runtime where run."""
+def _ratio_cell(ratios):
+    """The rounds' ratios (None where a run failed) -> "1.38x", or "1.38x (1.33-1.45)", the
+    median and the range, over several rounds."""
+    ratios = sorted(ratio for ratio in ratios if ratio is not None)
+    if not ratios:
+        return ""
+    middle = len(ratios) // 2
+    median = (ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2)
+    if len(ratios) == 1:
+        return f"{median:.2f}x"
+    return f"{median:.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})"
+
+
+def _value_cell(record, value, rate):
+    """A reference's cell: its value, or its failure."""
+    if record is None:
+        return ""
+    if value is None:
+        return f"failed: {record['error']}"
+    return f"{value:.1f} ms" if rate == "latency" else f"{value:,.0f} tokens/s"
+
+
+def table(results, machine, onnx_rounds):
+    """Markdown: one row per workload: ours, torch, their ratio, and ONNX Runtime where run.
+
+    `results` maps a row's name to its rounds, each (our record, torch's record or None);
+    `onnx_rounds` has one `onnxruntime_records` dict per round (or none). A cell is the median
+    round's value; a ratio is the median of the rounds' own ratios (`_ratio_cell`)."""
     lines = [f"{machine}", "",
              "| workload | electra_tf | PyTorch + transformers | speed vs torch | ONNX Runtime "
              "| speed vs ONNX Runtime |", "|---|---|---|---|---|---|"]
     for name, (what, _, _, rate) in ROWS.items():
         if name not in results:
             continue
-        ours, reference = results[name]
-        torch_value = _reference_value(reference, rate) if reference else None
-        torch_cell = ("" if reference is None else f"failed: {reference['error']}"
-                      if torch_value is None else
-                      f"{torch_value:.1f} ms" if rate == "latency"
-                      else f"{torch_value:,.0f} tokens/s")
+        rounds = results[name]
         batch = ("1" if name.startswith("serve_b1") else "32" if name.startswith("serve_b32")
                  else None)
-        onnx_record = onnx.get(batch) if batch else None
-        onnx_value = _reference_value(onnx_record, rate) if onnx_record else None
-        onnx_cell = ("" if onnx_record is None else f"failed: {onnx_record['error']}"
-                     if onnx_value is None else
-                     f"{onnx_value:.1f} ms" if rate == "latency" else f"{onnx_value:,.0f} tokens/s")
-        lines.append(f"| {what} | {_ours_cell(ours, rate)} | {torch_cell} | "
-                     f"{_ratio(ours, torch_value, rate)} | {onnx_cell} | "
-                     f"{_ratio(ours, onnx_value, rate)} |")
+        torch_ratios, onnx_ratios, torch_records, onnx_records = [], [], [], []
+        for index, (ours, reference) in enumerate(rounds):
+            if reference is not None:
+                torch_records.append(reference)
+                torch_ratios.append(_ratio(ours, _reference_value(reference, rate), rate))
+            onnx = onnx_rounds[index].get(batch) if batch and index < len(onnx_rounds) else None
+            if onnx is not None:
+                onnx_records.append(onnx)
+                onnx_ratios.append(_ratio(ours, _reference_value(onnx, rate), rate))
+        our_records = [ours for ours, _ in rounds]
+        cells = [_ours_cell(_median_record(our_records, lambda r: _our_value(r, rate)), rate)]
+        for records, ratios in ((torch_records, torch_ratios), (onnx_records, onnx_ratios)):
+            record = (_median_record(records, lambda r: _reference_value(r, rate))
+                      if records else None)
+            value = _reference_value(record, rate) if record else None
+            cells += [_value_cell(record, value, rate), _ratio_cell(ratios)]
+        lines.append(f"| {what} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -197,21 +261,27 @@ def onnxruntime_records(reference_dir, timeout):
     return onnx
 
 
-def run_suite(names, reference_dir=None, size="small", timeout=900):
+def run_suite(names, reference_dir=None, size="small", timeout=900, rounds=1):
     """Runs the rows `names` (keys of ROWS), ours then the torch reference's for each, then
-    ONNX Runtime once if a serving row is among them; returns the Markdown table."""
+    ONNX Runtime once if a serving row is among them; all that `rounds` times over. Returns the
+    Markdown table (`table`)."""
     ours_command = [sys.executable, "-m", "electra_tf.benchmarks.steps", "--size", size]
-    results = {}
-    for name in names:
-        _, ours_args, torch_args, _ = ROWS[name]
-        ours = _run(ours_command + ours_args, timeout)
-        torch_record = None
-        if reference_dir and torch_args is not None:
-            torch_record = _run([sys.executable,
-                                 os.path.join(reference_dir, "torch_reference_step.py"),
-                                 "--size", size] + torch_args, timeout)
-        results[name] = (ours, torch_record)
-    onnx = {}
-    if reference_dir and size == "small" and any(name.startswith("serve") for name in names):
-        onnx = onnxruntime_records(reference_dir, timeout)
-    return table(results, machine_line([ours for ours, _ in results.values()]), onnx)
+    results = {name: [] for name in names}
+    onnx_rounds = []
+    for round_index in range(rounds):
+        if rounds > 1:
+            print(f"round {round_index + 1} of {rounds}", flush=True)
+        for name in names:
+            _, ours_args, torch_args, _ = ROWS[name]
+            ours = _run(ours_command + ours_args, timeout)
+            torch_record = None
+            if reference_dir and torch_args is not None:
+                torch_record = _run([sys.executable,
+                                     os.path.join(reference_dir, "torch_reference_step.py"),
+                                     "--size", size] + torch_args, timeout)
+            results[name].append((ours, torch_record))
+        if (reference_dir and size == "small"
+                and any(name.startswith("serve") for name in names)):
+            onnx_rounds.append(onnxruntime_records(reference_dir, timeout))
+    records = [ours for rounds_of_row in results.values() for ours, _ in rounds_of_row]
+    return table(results, machine_line(records), onnx_rounds)

@@ -19,6 +19,10 @@ flags.DEFINE_string("size", "small", "Model size of every row (the README's tabl
                     "ONNX Runtime's anchor is ELECTRA-Small only).")
 flags.DEFINE_string("output", None, "Also write the Markdown table to this file.")
 flags.DEFINE_integer("timeout", 900, "Seconds each command may run.")
+flags.DEFINE_integer("rounds", 1, "Run the rows this many times over and report each ratio as "
+                     "the median of the rounds' ratios with their range: the machine's speed "
+                     "drifts by several percent over minutes, so one pair of runs says little "
+                     "about a ratio near a goal.", lower_bound=1)
 
 
 def main(argv):
@@ -35,7 +39,7 @@ def main(argv):
     reference = FLAGS.reference_dir
     if reference and not os.path.isfile(os.path.join(reference, "torch_reference_step.py")):
         sys.exit(f"error: {reference} has no torch_reference_step.py")
-    text = run_suite(names, reference, FLAGS.size, FLAGS.timeout)
+    text = run_suite(names, reference, FLAGS.size, FLAGS.timeout, FLAGS.rounds)
     print(text)
     if FLAGS.output:
         with open(FLAGS.output, "w") as f:
