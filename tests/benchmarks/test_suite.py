@@ -99,6 +99,18 @@ def test_a_failing_onnx_runtime_script_is_reported_at_both_batch_sizes(tmp_path)
     assert records == {"1": {"error": error}, "32": {"error": error}}
 
 
+def test_onnx_runtime_records_are_read_and_each_batch_printed_as_it_ends(tmp_path, capsys):
+    lines = [{"impl": "ort", "batch": 32, "seq": 128, "median_s": 0.5, "tokens_per_s": 8192.0},
+             {"impl": "torch", "batch": 1, "median_s": 0.03, "tokens_per_s": 4266.7},
+             {"impl": "ort", "batch": 1, "seq": 128, "median_s": 0.0182, "tokens_per_s": 7033.0}]
+    (tmp_path / "onnxruntime_serving.py").write_text(
+        "import json\n" + "".join(f"print(json.dumps({line!r}))\n" for line in lines))
+    records = onnxruntime_records(str(tmp_path), timeout=60)
+    assert records == {"32": lines[0], "1": lines[2]}
+    assert ("  -> batch 1: 7,033 tokens/s, median 18.2 ms; batch 32: 8,192 tokens/s, median "
+            "500.0 ms") in capsys.readouterr().out
+
+
 def test_default_rows_leave_out_bfloat16_only_where_the_cpu_has_no_bfloat16_instructions():
     for flags in (["AVX-512", "AVX-512 BF16"], ["AVX-512", "AVX-512 BF16", "AMX-BF16", "AMX"]):
         assert default_rows({"cpu_flags": flags}) == (list(ROWS), [])
