@@ -27,6 +27,7 @@ import datetime
 import json
 import os
 import shlex
+import statistics
 import subprocess
 import sys
 
@@ -174,8 +175,7 @@ def _ratio_cell(ratios):
     ratios = sorted(ratio for ratio in ratios if ratio is not None)
     if not ratios:
         return ""
-    middle = len(ratios) // 2
-    median = (ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2)
+    median = statistics.median(ratios)
     if len(ratios) == 1:
         return f"{median:.2f}x"
     return f"{median:.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})"
