@@ -6,7 +6,7 @@ import keras_hub
 import tensorflow as tf
 
 from electra_tf.models.activations import gelu_with_analytic_gradient
-from electra_tf.models.dropout import dropout
+from electra_tf.models.attention_probabilities import attention_probabilities
 from electra_tf.models.residual_norm import residual_layer_norm
 from electra_tf.onednn import avx2_without_avx512
 
@@ -139,7 +139,7 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
         scores = tf.matmul(query, key, transpose_b=True)  # [batch, heads, rows, seq]
         if padding_mask is not None:  # an added bias, not keras's tf.where: no gradient op
             scores += _padding_bias(padding_mask, scores.dtype)
-        probabilities = dropout(tf.nn.softmax(scores), attention._dropout_layer, training)
+        probabilities = attention_probabilities(scores, attention._dropout_layer, training)
         context = tf.matmul(probabilities, value)  # [batch, heads, rows, d]
         context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, hidden])
         output = attention._output_dense

@@ -18,11 +18,13 @@ op's category (GELU's gradient is GELU). Each op gets the first category whose o
     casts                             Cast
     bias gradients                    BiasAddGrad
     XLA kernels (GELU, residual +     ExecuteAsyncOnStream: a kernel that XLA compiled inside a
-    LayerNorm, dropout, cross-        step run by TensorFlow's executor: the training GELU and
-    entropy, sampling, Adam)          its derivative (electra_tf.models.activations), the
-                                      blocks' dropout + residual + LayerNorm
+    LayerNorm, dropout, softmax       step run by TensorFlow's executor: the training GELU and
+    gradient, cross-entropy,          its derivative (electra_tf.models.activations), the
+    sampling, Adam)                   blocks' dropout + residual + LayerNorm
                                       (electra_tf.models.residual_norm), the other dropouts
-                                      (electra_tf.models.dropout), the generator's
+                                      (electra_tf.models.dropout), the attention softmax's
+                                      gradient (electra_tf.models.attention_probabilities),
+                                      the generator's
                                       cross-entropy (electra_tf.models.cross_entropy), the
                                       sampling (electra_tf.models.sampling) and the
                                       optimizer's update of each variable; the trace does not
@@ -56,7 +58,8 @@ import collections
 import glob
 import os
 
-XLA_KERNELS = "XLA kernels (GELU, residual + LayerNorm, dropout, cross-entropy, sampling, Adam)"
+XLA_KERNELS = ("XLA kernels (GELU, residual + LayerNorm, dropout, softmax gradient, cross-entropy,"
+               " sampling, Adam)")
 TYPE_RULES = [
     ("matmul", ("MatMul", "Einsum")),
     ("loss and sampling", ("SoftmaxCrossEntropy",)),

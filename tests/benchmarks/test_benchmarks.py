@@ -261,7 +261,8 @@ def test_op_breakdown_sums_op_time_per_category_of_the_newest_trace(tmp_path):
     rows = op_breakdown(str(tmp_path), steps=2)
     assert {row.category: row.ms_per_step for row in rows} == pytest.approx({
         "matmul": 4.0, "dropout (random numbers, masks)": 2.0, "GELU": 1.0, "LayerNorm": 0.5,
-        "XLA kernels (GELU, residual + LayerNorm, dropout, cross-entropy, sampling, Adam)": 0.3,
+        "XLA kernels (GELU, residual + LayerNorm, dropout, softmax gradient, cross-entropy,"
+        " sampling, Adam)": 0.3,
         "attention softmax and masking": 0.2, "loss and sampling": 0.5,
         "optimizer update": 0.9, "embeddings (gather and gradient)": 0.3,
         "gradient clipping": 0.15, "bias gradients": 0.35, "transposes": 0.45,
