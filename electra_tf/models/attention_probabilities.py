@@ -42,8 +42,8 @@ def _scores_gradient(upstream, dropped, softmax):
     [..., seq] in the scores' dtype) -> the scores' gradient in their dtype. The row sums are a
     product with a column of ones, as in `electra_tf.models.layer_norm.row_mean`, which XLA's CPU
     code runs as a library matrix-vector product: on [16, 4, 384, 384] bfloat16 the kernel took
-    5.5-5.7 ms this way and 6.0-7.0 with `reduce_sum` (float32 8.1-8.9 either way; two-core AMD EPYC,
-    Zen 4, 2026-11-29)."""
+    5.5-5.7 ms this way and 6.0-7.0 with `reduce_sum` (float32 8.1-8.9 either way; two-core AMD
+    EPYC, Zen 4, 2026-11-29)."""
     weighted = to_float32(upstream) * to_float32(dropped)
     width = weighted.shape[-1]
     sums = tf.matmul(tf.reshape(weighted, [-1, width]), tf.ones([width, 1], tf.float32))
