@@ -3,6 +3,7 @@
 import tensorflow as tf
 
 from electra_tf.models.dropout import dropout
+from electra_tf.models.layer_norm import row_sums
 from electra_tf.models.xla_casts import from_float32, to_float32
 
 
@@ -39,13 +40,9 @@ def attention_probabilities(scores, dropout_layer, training):
 @tf.function(jit_compile=True, autograph=False)
 def _scores_gradient(upstream, dropped, softmax):
     """upstream * dropped - softmax * rowsum(upstream * dropped), in float32 (all three
-    [..., seq] in the scores' dtype) -> the scores' gradient in their dtype. The row sums are a
-    product with a column of ones, as in `electra_tf.models.layer_norm.row_mean`, which XLA's CPU
-    code runs as a library matrix-vector product: on [16, 4, 384, 384] bfloat16 the kernel took
-    5.5-5.7 ms this way and 6.0-7.0 with `reduce_sum` (float32 8.1-8.9 either way; two-core AMD
-    EPYC, Zen 4, 2026-11-29)."""
+    [..., seq] in the scores' dtype) -> the scores' gradient in their dtype. The row sums are
+    `electra_tf.models.layer_norm.row_sums`' product with ones: on [16, 4, 384, 384] bfloat16 the
+    kernel took 5.5-5.7 ms this way and 6.0-7.0 with `reduce_sum` (float32 8.1-8.9 either way;
+    two-core AMD EPYC, Zen 4, 2026-11-29)."""
     weighted = to_float32(upstream) * to_float32(dropped)
-    width = weighted.shape[-1]
-    sums = tf.matmul(tf.reshape(weighted, [-1, width]), tf.ones([width, 1], tf.float32))
-    sums = tf.reshape(sums, tf.concat([tf.shape(weighted)[:-1], [1]], 0))
-    return from_float32(weighted - to_float32(softmax) * sums, upstream.dtype)
+    return from_float32(weighted - to_float32(softmax) * row_sums(weighted), upstream.dtype)
