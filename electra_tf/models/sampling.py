@@ -29,9 +29,10 @@ def sample_token_ids(logits, uniform, temperature=1.0, excluded_ids=None):
     Returns:
       int32 [...]; never an id whose probability is exactly 0.
     """
-    if excluded_ids is None:
-        return _draw(logits, uniform, temperature)
-    return _draw_excluding(logits, uniform, temperature, tf.cast(excluded_ids, tf.int32))
+    with tf.name_scope("sampling"):  # names the kernel in a profile
+        if excluded_ids is None:
+            return _draw(logits, uniform, temperature)
+        return _draw_excluding(logits, uniform, temperature, tf.cast(excluded_ids, tf.int32))
 
 
 @tf.function(jit_compile=True, autograph=False)
@@ -55,21 +56,28 @@ def _inverse_cdf(logits, uniform):
     logits = tf.reshape(logits, [-1, vocab_size])
     uniform = tf.reshape(uniform, [-1])
 
-    # The logits less their maximum, padded with -inf (probability 0), in blocks. The
-    # exponentials (unnormalised probabilities) are summed per block and recomputed for the one
-    # chosen block, rather than kept: that saves writing and reading a [rows, V] tensor.
+    # The logits less their maximum; their exponentials (unnormalised probabilities) summed per
+    # block, all blocks full but the last, and recomputed for the one chosen block rather than
+    # kept: that saves writing and reading a [rows, V] tensor. (Padding the row to whole blocks
+    # instead made XLA write the padded copy out: 21-26 against 18 ms on [640, 30522].)
     shifted = logits - tf.reduce_max(logits, axis=-1, keepdims=True)
-    shifted = tf.pad(shifted, [[0, 0], [0, num_blocks * block_size - vocab_size]],
-                     constant_values=-math.inf)
-    blocks = tf.reshape(shifted, [-1, num_blocks, block_size])
-    block_mass = tf.reduce_sum(tf.exp(blocks), axis=-1)
+    exponentials = tf.exp(shifted)
+    full_blocks = (num_blocks - 1) * block_size
+    block_mass = tf.concat([
+        tf.reduce_sum(tf.reshape(exponentials[:, :full_blocks], [-1, num_blocks - 1, block_size]),
+                      axis=-1),
+        tf.reduce_sum(exponentials[:, full_blocks:], axis=-1, keepdims=True),
+    ], axis=-1)
     block_cdf = tf.cumsum(block_mass, axis=-1)
     total = block_cdf[:, -1]
     target = tf.minimum(uniform * total, tf.math.nextafter(total, tf.zeros_like(total)))
 
     block = tf.reduce_sum(tf.cast(block_cdf <= target[:, None], tf.int32), axis=-1)
     mass_before = tf.gather(block_cdf - block_mass, block, batch_dims=1)
-    in_block_cdf = tf.cumsum(tf.exp(tf.gather(blocks, block, batch_dims=1)), axis=-1)
+    in_block_ids = block[:, None] * block_size + tf.range(block_size)[None, :]
+    in_block = tf.gather(shifted, tf.minimum(in_block_ids, vocab_size - 1), batch_dims=1)
+    in_block = tf.where(in_block_ids < vocab_size, in_block, -math.inf)  # past V: probability 0
+    in_block_cdf = tf.cumsum(tf.exp(in_block), axis=-1)
     within = tf.maximum(target - mass_before, 0.0)  # >= 0, so a leading zero-probability id is skipped
     offset = tf.reduce_sum(tf.cast(in_block_cdf <= within[:, None], tf.int32), axis=-1)
     # Rounding can put the target past the block's last id: fall back to its last non-zero id.
