@@ -121,7 +121,7 @@ class CorruptedInputMlmPretrainer(ElectraPretrainer):
             every_position = tf.broadcast_to(tf.range(tf.shape(corrupted_ids)[1]),
                                              tf.shape(corrupted_ids))
             logits = self._mlm_logits(hidden, every_position)
-            copy_logits = self.copy_head(hidden)
+            copy_logits = self.copy_head(hidden, training=training)
             outputs.update(all_tokens_mlm_logits=logits, copy_logits=copy_logits)
             outputs[f"{name}_xent"] = -copy_mixture_log_prob(
                 logits, copy_logits, corrupted_ids, targets)

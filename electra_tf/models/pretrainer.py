@@ -184,7 +184,7 @@ class ElectraPretrainer(ReplicatedModel):
     def discriminator_logits(self, input_ids, input_mask, segment_ids, training=False):
         """float32 "replaced" logits [batch, seq]."""
         hidden = self.discriminator(input_ids, input_mask, segment_ids, training=training)
-        return self.discriminator_head(hidden)
+        return self.discriminator_head(hidden, training=training)
 
     # ---- the objective ------------------------------------------------------------------------
 

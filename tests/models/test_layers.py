@@ -675,6 +675,40 @@ def test_discriminator_head_shape_dtype_and_values():
     assert np.abs(head.dense_prediction.kernel.numpy()).max() > 2 * INIT_STD
 
 
+@pytest.mark.parametrize("dtype, rtol", [("float32", 1e-5), ("mixed_bfloat16", 5e-2)])
+def test_discriminator_head_training_gelu_kernel_matches_inference(dtype, rtol):
+    """In training the head's GELU is `gelu_with_analytic_gradient` (XLA kernels, no Erfc);
+    its logits and gradients are the plain Dense GELU's, which inference keeps (in bfloat16
+    within a few roundings: the plain path rounds after each of erfc's ops)."""
+    head = DiscriminatorHead(16, dtype=dtype)
+    x = tf.random.stateless_normal([3, 7, 16], seed=[15, 0])
+    head(x)
+    head.set_weights([0.3 * tf.random.stateless_normal(w.shape, seed=[16, i]).numpy()
+                      for i, w in enumerate(head.get_weights())])  # pre-activations ~ N(0, 1.5)
+    results = []
+    for training in (True, False):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            logits = head(x, training=training)
+            loss = tf.reduce_sum(logits * tf.sin(logits))
+        # In bfloat16 the prediction layer's own gradients (the same ops on both paths) are
+        # left out: their sums over tokens cancel, so rounding of the logits shows as 10%.
+        variables = head.trainable_variables if dtype == "float32" else (
+            head.dense.trainable_variables)
+        gradients = tape.gradient(loss, [x] + variables)
+        results.append([logits] + [tf.cast(g, tf.float32) for g in gradients])
+    for fast, plain in zip(*results):
+        scale = np.abs(plain.numpy()).max()
+        np.testing.assert_allclose(fast.numpy(), plain.numpy(), rtol=rtol, atol=rtol * scale)
+
+    def op_types(training):
+        graph = tf.function(lambda x: head(x, training=training)).get_concrete_function(x).graph
+        return {op.type for op in graph.get_operations()}
+
+    assert "IdentityN" in op_types(True) and "Erfc" not in op_types(True)
+    assert "Erfc" in op_types(False) and "IdentityN" not in op_types(False)
+
+
 def test_discriminator_head_float32_under_mixed_precision():
     head = DiscriminatorHead(16, dtype="mixed_bfloat16")
     logits = head(tf.random.stateless_normal([2, 5, 16], seed=[13, 0]))

@@ -23,6 +23,20 @@ def batch():
     return masked_batch(ids, mask)
 
 
+def test_training_runs_the_discriminator_heads_gelu_as_xla_kernels(model, batch):
+    """The RTD head's GELU in training is `gelu_with_analytic_gradient`'s kernel (so the
+    objective passes `training` on to the head), not TensorFlow's erfc chain."""
+    head = model.discriminator_head.name
+
+    def head_op_types(training):
+        graph = tf.function(lambda: model.compute_objective(batch, 0, training)
+                            ).get_concrete_function().graph
+        return {op.type for op in graph.get_operations() if op.name.startswith(head)}
+
+    assert "Erfc" in head_op_types(False)
+    assert "Erfc" not in head_op_types(True) and "IdentityN" in head_op_types(True)
+
+
 def _ids(variables):
     return {id(v) for v in variables}
 
