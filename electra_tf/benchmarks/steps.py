@@ -94,7 +94,8 @@ flags.DEFINE_bool("peak", True, "First measure the matmul peak (GFLOP/s) of this
                   "report the step's fraction of it (about a second; --nopeak skips it).")
 flags.DEFINE_integer("peak_size", 2048, "n of the n x n @ n x n matmul of --peak.")
 flags.DEFINE_string("profile", None, "Trace --profile_steps more steps with the TensorFlow "
-                    "profiler into this directory and print the op time per category.")
+                    "profiler into this directory and print the op time per category, "
+                    "and the XLA kernels' by the scope of the op that ran them.")
 flags.DEFINE_integer("profile_steps", 3, "Steps traced with --profile.")
 flags.DEFINE_float("host_memory_limit_gib", 0, "Stop the benchmark (exit status 3, a JSON line "
                    "with exceeded_host_memory_gib) once its resident memory passes this many "
@@ -317,14 +318,16 @@ def _rates(times, compile_s, flops):
 
 
 def _profile(step):
-    """{"profile": {category: op ms per step}} of --profile_steps calls of `step()` traced into
-    --profile, after printing the breakdown table; {} without --profile."""
+    """{"profile": {category: op ms per step}, "profile_xla_kernels": {kernel scope: op ms per
+    step}} of --profile_steps calls of `step()` traced into --profile, after printing the two
+    breakdown tables; {} without --profile."""
     if not FLAGS.profile:
         return {}
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     import tensorflow as tf
 
-    from electra_tf.training.profile_breakdown import format_breakdown, op_breakdown
+    from electra_tf.training.profile_breakdown import (format_breakdown, format_xla_breakdown,
+                                                       op_breakdown, xla_kernel_breakdown)
 
     tf.profiler.experimental.start(FLAGS.profile)
     try:
@@ -334,7 +337,11 @@ def _profile(step):
         tf.profiler.experimental.stop()
     rows = op_breakdown(FLAGS.profile, FLAGS.profile_steps)
     print(format_breakdown(rows))
-    return {"profile": {row.category: round(row.ms_per_step, 2) for row in rows}}
+    kernels = xla_kernel_breakdown(FLAGS.profile, FLAGS.profile_steps)
+    if kernels:
+        print(format_xla_breakdown(kernels))
+    return {"profile": {row.category: round(row.ms_per_step, 2) for row in rows},
+            "profile_xla_kernels": {scope: round(ms, 2) for scope, ms, _ in kernels}}
 
 
 def _pair_inputs(vocab_size):

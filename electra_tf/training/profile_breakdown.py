@@ -27,8 +27,8 @@ op's category (GELU's gradient is GELU). Each op gets the first category whose o
                                       the generator's
                                       cross-entropy (electra_tf.models.cross_entropy), the
                                       sampling (electra_tf.models.sampling) and the
-                                      optimizer's update of each variable; the trace does not
-                                      name them apart
+                                      optimizer's update of each variable
+                                      (`xla_kernel_breakdown` names them apart)
   by op name
     dropout (random numbers, masks)   dropout (keras' stateless_dropout: compare, select, scale)
     GELU                              Gelu, gelu
@@ -57,6 +57,7 @@ the attention's reshapes, scaling and padding bias) are "other".
 import collections
 import glob
 import os
+import re
 
 XLA_KERNELS = ("XLA kernels (GELU, residual + LayerNorm, dropout, softmax gradient, cross-entropy,"
                " sampling, Adam)")
@@ -101,28 +102,53 @@ def categorize(name, op_type):
     return "other"
 
 
-def op_events(path):
-    """(op name, op type, duration in picoseconds) of each op executed in the trace at `path`
-    (an .xplane.pb file): the events of the /host:CPU plane's tf_Compute lines."""
+def _compute_lines(path):
+    """(plane, line) of each tf_Compute line of the /host:CPU plane in the trace at `path` (an
+    .xplane.pb file)."""
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     space = xplane_pb2.XSpace()
     with open(path, "rb") as f:
         space.ParseFromString(f.read())
     for plane in space.planes:
-        if plane.name != "/host:CPU":
-            continue
-        for line in plane.lines:
-            if not line.name.startswith("tf_Compute"):
+        if plane.name == "/host:CPU":
+            for line in plane.lines:
+                if line.name.startswith("tf_Compute"):
+                    yield plane, line
+
+
+def op_events(path):
+    """(op name, op type, duration in picoseconds) of each op executed in the trace at `path`
+    (an .xplane.pb file): the events of the /host:CPU plane's tf_Compute lines."""
+    for plane, line in _compute_lines(path):
+        for event in line.events:
+            label = plane.event_metadata[event.metadata_id].name
+            # ThunkExecutor's events are the insides of an XLA kernel's, already counted
+            if ":" not in label or label.startswith(("Threadpool", "ExecutorState",
+                                                     "ThunkExecutor")):
                 continue
-            for event in line.events:
-                label = plane.event_metadata[event.metadata_id].name
-                # ThunkExecutor's events are the insides of an XLA kernel's, already counted
-                if ":" not in label or label.startswith(("Threadpool", "ExecutorState",
-                                                         "ThunkExecutor")):
-                    continue
-                name, _, op_type = label.rpartition(":")
-                yield name, op_type, event.duration_ps
+            name, _, op_type = label.rpartition(":")
+            yield name, op_type, event.duration_ps
+
+
+def xla_kernel_events(path):
+    """(op name, duration in picoseconds) of each XLA kernel run in the trace at `path`: an
+    `ExecuteAsyncOnStream` event carries no op name, but lies inside the
+    `ExecutorState::ProcessAsync::Start` event of the op that launched it, on the same line,
+    whose "name" stat is that op's name (`discriminator/layer_3/layer_norm/PartitionedCall`)."""
+    for plane, line in _compute_lines(path):
+        name_stats = {key for key, stat in plane.stat_metadata.items() if stat.name == "name"}
+        launch_end, launch_name = -1, "?"
+        for event in sorted(line.events, key=lambda e: e.offset_ps):
+            label = plane.event_metadata[event.metadata_id].name
+            if label == "ExecutorState::ProcessAsync::Start":
+                launch_end = event.offset_ps + event.duration_ps
+                launch_name = next((plane.stat_metadata[s.ref_value].name if s.ref_value
+                                    else s.str_value for s in event.stats
+                                    if s.metadata_id in name_stats), "?")
+            elif label.endswith("ExecuteAsyncOnStream"):
+                inside = event.offset_ps + event.duration_ps <= launch_end
+                yield (launch_name if inside else "?"), event.duration_ps
 
 
 def newest_trace(logdir):
@@ -148,6 +174,27 @@ def op_breakdown(logdir, steps):
             for category, ps in sorted(totals.items(), key=lambda item: -item[1])]
 
 
+def kernel_scope(op_name):
+    """The op name of an XLA kernel's launch with its call op, layer numbers and Keras' call
+    suffixes folded: `gradient_tape/discriminator_1/layer_3/layer_norm/PartitionedCall` ->
+    `gradient_tape/discriminator/layer_N/layer_norm`."""
+    scope = re.sub(r"/?(Stateful)?PartitionedCall(_\d+)?$", "", op_name)
+    scope = re.sub(r"layer_\d+", "layer_N", scope)
+    return re.sub(r"_\d+(?=/|$)", "", scope) or "(no name scope)"
+
+
+def xla_kernel_breakdown(logdir, steps):
+    """[(kernel scope, ms per step, calls per step)] of the newest trace in `logdir`, the largest
+    first: the XLA kernels' op time (the one category `op_breakdown` gives them) by
+    `kernel_scope`, e.g. ("layer_norm_gradient", 37.1, 24.0)."""
+    time_ps, calls = collections.Counter(), collections.Counter()
+    for op_name, duration_ps in xla_kernel_events(newest_trace(logdir)):
+        time_ps[kernel_scope(op_name)] += duration_ps
+        calls[kernel_scope(op_name)] += 1
+    return [(scope, ps * 1e-9 / steps, calls[scope] / steps)
+            for scope, ps in time_ps.most_common()]
+
+
 def format_breakdown(rows):
     """`rows` (op_breakdown's) as a Markdown table with a caption and a total line."""
     caption = ("Op time per step by category. Independent ops run concurrently on TensorFlow's "
@@ -160,4 +207,12 @@ def format_breakdown(rows):
         top = ", ".join(f"{op_type} {ms:.1f}" for op_type, ms in row.top_op_types)
         lines.append(f"| {row.category} | {row.ms_per_step:.2f} | {row.share:.1%} | {top} |")
     lines.append(f"| total | {sum(row.ms_per_step for row in rows):.2f} | 100% | |")
+    return "\n".join(lines)
+
+
+def format_xla_breakdown(rows):
+    """`rows` (xla_kernel_breakdown's) as a Markdown table with a caption."""
+    lines = ["XLA kernels' op time per step by the scope of the op that ran them.", "",
+             "| XLA kernel | ms/step (op time) | calls/step |", "|---|---:|---:|"]
+    lines += [f"| {scope} | {ms:.2f} | {calls:g} |" for scope, ms, calls in rows]
     return "\n".join(lines)

@@ -12,7 +12,9 @@ from electra_tf.benchmarks.machine import cpu_description
 from electra_tf.config import load_config
 from electra_tf.onednn import prefer_onednn
 from electra_tf.training.flops import classification_step_flops, pretraining_step_flops
-from electra_tf.training.profile_breakdown import format_breakdown, op_breakdown
+from electra_tf.training.profile_breakdown import (XLA_KERNELS, format_breakdown,
+                                                   format_xla_breakdown, op_breakdown,
+                                                   xla_kernel_breakdown)
 from tests.run_helpers import _own_flags, run_in_process
 
 
@@ -136,6 +138,12 @@ def test_benchmark_profile_prints_the_op_time_breakdown(tmp_path):
     assert profile["matmul"] > 0
     assert sum(profile.values()) == pytest.approx(total, abs=0.01 * len(profile))
     assert profile.get("other", 0) < 0.2 * total
+    # The XLA kernels' op time, named by scope, adds up to their category's.
+    kernels = json.loads(lines[-1])["profile_xla_kernels"]
+    assert "| XLA kernel | ms/step (op time) | calls/step |" in result.stdout
+    assert {"layer_norm_gradient", "gelu_gradient", "adam_weight_decay", "sampling"} <= set(kernels)
+    assert sum(kernels.values()) == pytest.approx(
+        profile[XLA_KERNELS], abs=0.01 * len(kernels))
 
 
 @pytest.mark.slow
@@ -276,6 +284,51 @@ def test_op_breakdown_sums_op_time_per_category_of_the_newest_trace(tmp_path):
     table = format_breakdown(rows)
     assert "| matmul | 4.00 | 37.0% | _MklMatMul 3.0, _MklNativeFusedMatMul 1.0 |" in table
     assert table.splitlines()[-1] == "| total | 10.80 | 100% | |"
+
+
+def test_xla_kernel_breakdown_names_each_kernel_by_the_op_that_launched_it(tmp_path):
+    """An XLA kernel's event carries no op name: it is the name stat of the
+    ProcessAsync::Start event around it on its line (stored by reference, as the profiler
+    does, or as a string), layer numbers and call suffixes folded."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    host = space.planes.add(name="/host:CPU")
+    host.stat_metadata[1].name = "name"
+    host.stat_metadata[2].name = "kernel_type"
+    for key, text in ((3, "discriminator_1/layer_3/layer_norm/PartitionedCall"),
+                      (4, "discriminator_1/layer_7/layer_norm/PartitionedCall"),
+                      (5, "PartitionedCall")):
+        host.stat_metadata[key].name = text
+    for key, label in ((1, "ExecutorState::ProcessAsync::Start"),
+                       (2, "CpuExecutable::ExecuteAsyncOnStream"),
+                       (3, "discriminator/MatMul:MatMul")):
+        host.event_metadata[key].name = label
+    compute = host.lines.add(name="tf_Compute/7")
+    ms = 10**9  # picoseconds
+
+    def launch(at, duration, name_stat, kernel_ms):
+        event = compute.events.add(metadata_id=1, offset_ps=at * ms, duration_ps=duration * ms)
+        event.stats.add(metadata_id=2, str_value="PartitionedCall")
+        if isinstance(name_stat, int):
+            event.stats.add(metadata_id=1, ref_value=name_stat)
+        else:
+            event.stats.add(metadata_id=1, str_value=name_stat)
+        compute.events.add(metadata_id=2, offset_ps=(at + 1) * ms, duration_ps=kernel_ms * ms)
+
+    launch(0, 10, 3, 6)
+    launch(20, 10, 4, 4)
+    launch(40, 10, "gradient_tape/sampling/PartitionedCall_2", 2)
+    launch(60, 5, 5, 3)
+    compute.events.add(metadata_id=3, offset_ps=70 * ms, duration_ps=5 * ms)  # not a kernel
+    compute.events.add(metadata_id=2, offset_ps=80 * ms, duration_ps=ms)  # outside a launch
+    os.makedirs(tmp_path / "plugins/profile/run")
+    (tmp_path / "plugins/profile/run/host.xplane.pb").write_bytes(space.SerializeToString())
+    rows = xla_kernel_breakdown(str(tmp_path), steps=2)
+    assert rows == [("discriminator/layer_N/layer_norm", 5.0, 1.0),
+                    ("(no name scope)", 1.5, 0.5), ("gradient_tape/sampling", 1.0, 0.5),
+                    ("?", 0.5, 0.5)]
+    assert "| discriminator/layer_N/layer_norm | 5.00 | 1 |" in format_xla_breakdown(rows)
 
 
 @pytest.mark.slow
