@@ -64,8 +64,8 @@ def _inverse_cdf(logits, uniform):
     exponentials = tf.exp(shifted)
     full_blocks = (num_blocks - 1) * block_size
     block_mass = tf.concat([
-        tf.reduce_sum(tf.reshape(exponentials[:, :full_blocks], [-1, num_blocks - 1, block_size]),
-                      axis=-1),
+        tf.reduce_sum(tf.reshape(exponentials[:, :full_blocks],
+                                 [tf.shape(logits)[0], num_blocks - 1, block_size]), axis=-1),
         tf.reduce_sum(exponentials[:, full_blocks:], axis=-1, keepdims=True),
     ], axis=-1)
     block_cdf = tf.cumsum(block_mass, axis=-1)

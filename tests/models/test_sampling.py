@@ -26,7 +26,7 @@ def _frequencies(logits_row, num_draws, seed):
 
 
 def test_frequencies_match_softmax_padded_vocab():
-    vocab = 37  # not a perfect square: block size 7, 6 blocks, 5 padded entries
+    vocab = 37  # not a perfect square: block size 7, 5 full blocks and a last one of 2 ids
     rng = np.random.default_rng(0)
     logits = rng.normal(size=vocab).astype(np.float32) * 1.5
     freq = _frequencies(logits, 200_000, seed=1)
@@ -37,13 +37,25 @@ def test_frequencies_match_softmax_peaked():
     vocab = 37
     logits = np.zeros(vocab, np.float32)
     logits[23] = 5.0
-    logits[36] = 2.0  # the last real id, right before the padding
+    logits[36] = 2.0  # the last id, in the short last block
     logits[0] = -3.0
     probs = _softmax64(logits)
     assert probs[23] > 0.75
     freq = _frequencies(logits, 200_000, seed=2)
     assert np.max(np.abs(freq - probs)) < 0.005
     assert abs(freq[23] - probs[23]) < 0.005
+
+
+@pytest.mark.parametrize("vocab", [1, 2, 3, 5])
+def test_tiny_vocabularies_draw_by_the_softmax(vocab):
+    """One block only (1 and 2 ids), or a last block of a single id (3 and 5)."""
+    logits = np.random.default_rng(vocab).normal(size=vocab).astype(np.float32)
+    freq = _frequencies(logits, 20_000, seed=vocab)
+    assert np.max(np.abs(freq - _softmax64(logits))) < 0.02
+    tiled = tf.tile(tf.constant(logits)[None, :], [50, 1])
+    uniform = tf.random.stateless_uniform([50], seed=[vocab, 1])
+    np.testing.assert_array_equal(sample_token_ids(tiled, uniform).numpy(),
+                                  _inverse_cdf(tiled, uniform).numpy())
 
 
 def test_frequencies_match_softmax_perfect_square():
