@@ -63,3 +63,12 @@ def gelu_with_analytic_gradient(x):
             return _gelu_gradient(x, upstream)
 
     return _gelu(x), gradient
+
+
+def training_activation(activation, training):
+    """The function to apply for `activation` (a Keras activation): in training, exact GELU is
+    `gelu_with_analytic_gradient` (one XLA kernel each way); otherwise `activation` itself,
+    which oneDNN fuses into the preceding matmul when serving."""
+    if training and activation is keras.activations.gelu:
+        return gelu_with_analytic_gradient
+    return activation

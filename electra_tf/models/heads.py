@@ -3,7 +3,7 @@
 import keras
 import keras_hub
 
-from electra_tf.models.activations import get_activation, gelu_with_analytic_gradient
+from electra_tf.models.activations import get_activation, training_activation
 
 
 def make_generator_head(word_embeddings, activation="gelu", layer_norm_epsilon=1e-12,
@@ -68,13 +68,12 @@ class DiscriminatorHead(keras.layers.Layer):
         self.built = True
 
     def call(self, sequence_output, training=None):
-        if training and self.dense.activation is keras.activations.gelu:
-            # GELU and its derivative as one XLA kernel each, as in the encoder's feed-forward;
-            # inference keeps the Dense layer's GELU, which oneDNN fuses into the product.
-            hidden = gelu_with_analytic_gradient(keras.ops.add(
-                keras.ops.matmul(sequence_output, self.dense.kernel), self.dense.bias))
-        else:
+        activation = training_activation(self.dense.activation, training)
+        if activation is self.dense.activation:
             hidden = self.dense(sequence_output)
+        else:  # in training, GELU and its derivative as one XLA kernel each, as in the encoder
+            hidden = activation(keras.ops.add(
+                keras.ops.matmul(sequence_output, self.dense.kernel), self.dense.bias))
         logits = self.dense_prediction(hidden)
         return keras.ops.cast(keras.ops.squeeze(logits, axis=-1), "float32")
 

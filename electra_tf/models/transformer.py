@@ -5,7 +5,7 @@ import keras
 import keras_hub
 import tensorflow as tf
 
-from electra_tf.models.activations import gelu_with_analytic_gradient
+from electra_tf.models.activations import training_activation
 from electra_tf.models.attention_probabilities import attention_probabilities
 from electra_tf.models.residual_norm import residual_layer_norm
 from electra_tf.onednn import avx2_without_avx512
@@ -107,9 +107,7 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
                                 self._self_attention_layer_norm, training)
         intermediate_dense = self._feedforward_intermediate_dense
         output_dense = self._feedforward_output_dense
-        activation = intermediate_dense.activation
-        if training and activation is keras.activations.gelu:
-            activation = gelu_with_analytic_gradient
+        activation = training_activation(intermediate_dense.activation, training)
         if training or self.transposed_intermediate_kernel is None:
             intermediate = _dense(x, intermediate_dense.kernel, intermediate_dense.bias, training)
         else:

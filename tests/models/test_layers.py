@@ -523,6 +523,17 @@ def test_gelu_with_analytic_gradient_matches_autodiff():
                                        atol=1e-6)
 
 
+def test_training_activation_swaps_exact_gelu_in_training_only():
+    from electra_tf.models.activations import (gelu_approximate, gelu_with_analytic_gradient,
+                                               training_activation)
+
+    gelu = keras.activations.gelu
+    assert training_activation(gelu, True) is gelu_with_analytic_gradient
+    for activation, training in ((gelu, False), (gelu, None), (gelu_approximate, True),
+                                 (keras.activations.relu, True)):
+        assert training_activation(activation, training) is activation
+
+
 # ----------------------------------------------------------------------------------------------
 # ElectraEncoder
 # ----------------------------------------------------------------------------------------------
