@@ -189,8 +189,9 @@ def xla_kernel_breakdown(logdir, steps):
     `kernel_scope`, e.g. ("layer_norm_gradient", 37.1, 24.0)."""
     time_ps, calls = collections.Counter(), collections.Counter()
     for op_name, duration_ps in xla_kernel_events(newest_trace(logdir)):
-        time_ps[kernel_scope(op_name)] += duration_ps
-        calls[kernel_scope(op_name)] += 1
+        scope = kernel_scope(op_name)
+        time_ps[scope] += duration_ps
+        calls[scope] += 1
     return [(scope, ps * 1e-9 / steps, calls[scope] / steps)
             for scope, ps in time_ps.most_common()]
 
