@@ -83,7 +83,8 @@ class ElectraQuestionAnswerer(TaskModel):
         """Start and end logits [batch, seq] (the end conditioned on the gold start) and the
         answerable logit [batch]."""
         return self.head(self.encode(inputs, training=training), inputs["input_mask"],
-                         inputs["segment_ids"], start_positions=labels["start_positions"])
+                         inputs["segment_ids"], start_positions=labels["start_positions"],
+                         training=training)
 
     def per_example_loss(self, labels, outputs):
         return self.head.loss(outputs, labels["start_positions"], labels["end_positions"],

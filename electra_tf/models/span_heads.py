@@ -24,6 +24,8 @@ the same top-k of the end logits; decoding scores a span by start value + end va
 import keras
 import tensorflow as tf
 
+from electra_tf.models.activations import training_activation
+
 MASK_PENALTY = 1000.0  # the original's constant
 HIDDEN_UNITS = 512  # width of the end and answerability MLPs
 
@@ -46,10 +48,10 @@ def _dense(units, name, activation=None, dtype=None):
 class SpanHead(keras.layers.Layer):
     """Shared parts: start logits, the answerability classifier and the loss.
 
-    `call(sequence_output [batch, seq, hidden], input_mask, segment_ids, start_positions=None)`:
-    with `start_positions` ([batch] int, the gold starts) it returns the training outputs
-    `start_logits`, `end_logits` [batch, seq] (masked) and `answerable_logit` [batch]; without,
-    the inference beam outputs listed in the module docstring.
+    `call(sequence_output [batch, seq, hidden], input_mask, segment_ids, start_positions=None,
+    training=None)`: with `start_positions` ([batch] int, the gold starts) it returns the
+    training outputs `start_logits`, `end_logits` [batch, seq] (masked) and `answerable_logit`
+    [batch]; without, the inference beam outputs listed in the module docstring.
     """
 
     def __init__(self, beam_size=20, answerable_weight=0.5, **kwargs):
@@ -92,13 +94,15 @@ class SpanHead(keras.layers.Layer):
             labels=tf.cast(is_impossible, tf.float32), logits=outputs["answerable_logit"])
         return (start_loss + end_loss) / 2.0 + self.answerable_weight * answerable_loss
 
-    def call(self, sequence_output, input_mask, segment_ids, start_positions=None):
+    def call(self, sequence_output, input_mask, segment_ids, start_positions=None,
+             training=None):
         mask = answer_mask(input_mask, segment_ids)
         start_logits = self.start_logits(sequence_output, mask)
         answerable = self.answerable_logit(sequence_output, start_logits)
         if start_positions is not None:
             return {"start_logits": start_logits, "answerable_logit": answerable,
-                    "end_logits": self.training_end_logits(sequence_output, mask, start_positions)}
+                    "end_logits": self.training_end_logits(sequence_output, mask, start_positions,
+                                                           bool(training))}
         return {**self.beam(sequence_output, mask, start_logits), "answerable_logit": answerable}
 
     def beam_width(self, sequence_output):
@@ -127,21 +131,23 @@ class JointSpanHead(SpanHead):
         self.end_hidden.build((None, 2 * hidden))
         self.end_dense.build((None, HIDDEN_UNITS))
 
-    def _end_logits(self, start_features, sequence_output, mask):
-        """start_features [batch, k, hidden] -> masked end logits float32 [batch, k, seq]."""
+    def _end_logits(self, start_features, sequence_output, mask, training=False):
+        """start_features [batch, k, hidden] -> masked end logits float32 [batch, k, seq]. In
+        training the GELU over [batch, k, seq, 512] is `training_activation`'s, one XLA kernel
+        each way instead of TensorFlow's erfc chain."""
         hidden = sequence_output.shape[-1]
         kernel = tf.cast(self.end_hidden.kernel, sequence_output.dtype)
         bias = tf.cast(self.end_hidden.bias, sequence_output.dtype)
         from_start = tf.einsum("bkh,hu->bku", start_features, kernel[:hidden])
         from_position = tf.einsum("bsh,hu->bsu", sequence_output, kernel[hidden:])
         pre_activation = from_start[:, :, None, :] + from_position[:, None, :, :] + bias
-        end_hidden = keras.activations.gelu(pre_activation, approximate=False)
+        end_hidden = training_activation(keras.activations.gelu, training)(pre_activation)
         logits = tf.cast(self.end_dense(end_hidden)[..., 0], tf.float32)
         return _masked(logits, mask[:, None, :])
 
-    def training_end_logits(self, sequence_output, mask, start_positions):
+    def training_end_logits(self, sequence_output, mask, start_positions, training=False):
         start_features = tf.gather(sequence_output, tf.cast(start_positions, tf.int32), batch_dims=1)
-        return self._end_logits(start_features[:, None], sequence_output, mask)[:, 0]
+        return self._end_logits(start_features[:, None], sequence_output, mask, training)[:, 0]
 
     def beam(self, sequence_output, mask, start_logits):
         k = self.beam_width(sequence_output)
@@ -161,7 +167,7 @@ class IndependentSpanHead(SpanHead):
         self.end_dense = _dense(1, "end_logits", dtype=self.dtype_policy)
         self.end_dense.build((None, None, hidden))
 
-    def training_end_logits(self, sequence_output, mask, start_positions=None):
+    def training_end_logits(self, sequence_output, mask, start_positions=None, training=False):
         return _masked(tf.cast(self.end_dense(sequence_output)[..., 0], tf.float32), mask)
 
     def beam(self, sequence_output, mask, start_logits):

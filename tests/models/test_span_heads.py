@@ -115,6 +115,36 @@ def test_training_end_logits_condition_on_the_gold_start_and_loss_matches_numpy(
     np.testing.assert_allclose(loss, expected_loss + 0.5 * bce, rtol=1e-4, atol=1e-4)
 
 
+def test_training_end_gelu_is_the_xla_kernel_with_the_same_logits_and_gradients():
+    """In training the joint head's end GELU is `gelu_with_analytic_gradient` (IdentityN, no
+    Erfc); its end logits and gradients are the plain GELU's, which inference keeps."""
+    hidden, input_mask, segment_ids = _inputs(seed=3)
+    head = _joint_head(beam_size=4)
+    x, starts = tf.constant(hidden), tf.constant([5, 0, 4])
+
+    def end_logits(x, training):
+        return head(x, input_mask, segment_ids, start_positions=starts,
+                    training=training)["end_logits"]
+
+    results = []
+    for training in (True, False):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            logits = end_logits(x, training)
+            loss = tf.reduce_sum(tf.sin(logits))
+        results.append([logits, *tape.gradient(loss, [x, *head.end_hidden.trainable_variables])])
+    for fast, plain in zip(*results):
+        np.testing.assert_allclose(fast, plain, rtol=1e-5, atol=1e-5 * np.abs(plain).max())
+
+    def op_types(training):
+        graph = tf.function(lambda x: end_logits(x, training)).get_concrete_function(x).graph
+        return [op.type for op in graph.get_operations()]
+
+    # the answerability layer's GELU, on [batch, 512], stays Keras' (one Erfc) either way
+    assert "IdentityN" in op_types(True) and op_types(True).count("Erfc") == 1
+    assert "IdentityN" not in op_types(False) and op_types(False).count("Erfc") == 2
+
+
 def test_question_and_padding_positions_are_pushed_down_by_1000():
     hidden, input_mask, segment_ids = _inputs()
     head = _joint_head(beam_size=4)
