@@ -74,7 +74,7 @@ def test_rounds_give_the_median_round_and_the_range_of_the_rounds_ratios():
 def test_run_suite_keeps_each_pair_together_round_after_round(monkeypatch):
     commands = []
 
-    def run(command, timeout):
+    def run(command, timeout, environment=None):
         script = command[2] if command[1] == "-m" else command[1].rsplit("/", 1)[-1]
         commands.append(script.rsplit(".", 1)[-1] if command[1] == "-m" else script)
         return {"tokens_per_s": 100.0 * len(commands), "latency_p50_ms": 1.0}
@@ -90,6 +90,21 @@ def test_run_suite_keeps_each_pair_together_round_after_round(monkeypatch):
     # pretraining's rounds: 100/200 and 400/500 tokens/s
     assert "| 0.65x (0.50-0.80) |" in next(line for line in text.splitlines()
                                             if line.startswith("| pretraining step"))
+
+
+def test_rows_with_an_environment_run_ours_in_it_and_print_it(monkeypatch, capsys):
+    environments = []
+    monkeypatch.setattr(suite, "_run", lambda command, timeout, environment=None:
+                        environments.append(environment) or {"tokens_per_s": 1.0})
+    run_suite(["pretrain", "pretrain_xla512"], "refs")
+    wide = {"XLA_FLAGS": "--xla_cpu_prefer_vector_width=512"}
+    assert environments == [None, None, wide]  # ours, torch's, then ours with the flag
+    monkeypatch.undo()
+    probe = ("import json, os; "
+             "print(json.dumps({'tokens_per_s': 1.0, 'flags': os.environ['XLA_FLAGS']}))")
+    record = suite._run([sys.executable, "-c", probe], 120, wide)
+    assert record["flags"] == wide["XLA_FLAGS"]
+    assert "$ XLA_FLAGS=--xla_cpu_prefer_vector_width=512 " in capsys.readouterr().out
 
 
 def test_a_failing_onnx_runtime_script_is_reported_at_both_batch_sizes(tmp_path):
@@ -111,14 +126,15 @@ def test_onnx_runtime_records_are_read_and_each_batch_printed_as_it_ends(tmp_pat
             "500.0 ms") in capsys.readouterr().out
 
 
-def test_default_rows_leave_out_bfloat16_only_where_the_cpu_has_no_bfloat16_instructions():
+def test_default_rows_leave_out_bf16_and_512_bit_rows_where_the_cpu_lacks_them():
     for flags in (["AVX-512", "AVX-512 BF16"], ["AVX-512", "AVX-512 BF16", "AMX-BF16", "AMX"]):
         assert default_rows({"cpu_flags": flags}) == (list(ROWS), [])
-    for flags in ([], ["AVX-512"]):  # AVX2 only (Zen 3), or AVX-512 without BF16
-        names, left_out = default_rows({"cpu_flags": flags})
-        assert sorted(names + left_out) == sorted(ROWS)
-        assert left_out == ["pretrain_bf16", "classify_bf16", "qa_bf16", "serve_b1_bf16_intra1",
-                            "serve_b32_bf16"]
+    bf16 = ["pretrain_bf16", "pretrain_bf16_xla512", "classify_bf16", "qa_bf16",
+            "serve_b1_bf16_intra1", "serve_b32_bf16"]
+    # AVX2 only (Zen 3): no 512-bit XLA rows either; AVX-512 without BF16: the fp32 one runs
+    for flags, left_out in (([], bf16 + ["pretrain_xla512"]), (["AVX-512"], bf16)):
+        names, left = default_rows({"cpu_flags": flags})
+        assert sorted(names + left) == sorted(ROWS) and left == left_out
         assert "pretrain" in names and "serve_b32" in names
 
 

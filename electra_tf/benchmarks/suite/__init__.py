@@ -14,7 +14,8 @@ and where its script fails the table says so. Each row's commands are printed ab
 each with its result as it ends (`  -> 2,647 tokens/s, median step 1547.6 ms`), so every
 number can be re-run alone and every round read; `--output FILE` also writes the table there.
 On a CPU without bfloat16 instructions (AVX-512 BF16 or AMX) the bf16 rows are left out unless
-named.
+named, and without AVX-512 the rows that run ours with XLA's CPU kernels in 512-bit vectors
+(`ROW_ENVIRONMENTS`; each such command is printed with its environment).
 
 A machine of this kind drifts by 5-10% in speed over minutes, ours and the reference's alike, so
 one pair of runs can put a ratio on either side of a goal. `--rounds N` runs the whole list N
@@ -38,10 +39,16 @@ ROWS = {
     "pretrain": ("pretraining step, batch 32 x 128, fp32",
                  ["--batch", "32", "--seq", "128", "--steps", "5"],
                  ["--batch", "32", "--seq", "128", "--steps", "5"], "tokens_per_s"),
+    "pretrain_xla512": ("the same, with `XLA_FLAGS=--xla_cpu_prefer_vector_width=512`",
+                        ["--batch", "32", "--seq", "128", "--steps", "5", "--nopeak"], None,
+                        "tokens_per_s"),
     "pretrain_bf16": ("pretraining step, batch 32 x 128, bf16 (torch: autocast)",
                       ["--batch", "32", "--seq", "128", "--steps", "5", "--precision", "bf16"],
                       ["--batch", "32", "--seq", "128", "--steps", "5", "--bf16"],
                       "tokens_per_s"),
+    "pretrain_bf16_xla512": ("the same, with `XLA_FLAGS=--xla_cpu_prefer_vector_width=512`",
+                             ["--batch", "32", "--seq", "128", "--steps", "5", "--precision",
+                              "bf16", "--nopeak"], None, "tokens_per_s"),
     "classify": ("classification fine-tuning step, batch 32 x 128",
                  ["--task", "classify", "--batch", "32", "--seq", "128", "--steps", "10"],
                  ["--task", "classify", "--batch", "32", "--seq", "128", "--steps", "10"],
@@ -87,24 +94,37 @@ ROWS = {
                         "bfloat16"], None, "tokens_per_s"),
 }
 
+# row -> environment variables its run of ours gets. XLA's CPU compiler emits 256-bit vectors
+# unless told otherwise, also where the CPU has AVX-512; the training step's XLA kernels
+# (GELU, the residual LayerNorm, dropout, the softmax's gradient, the optimizer's update) are
+# elementwise work that 512-bit vectors may speed up on CPUs that run them at full width
+# (docs/performance.md, "The SQuAD head's GELU, and three tries that did not pay").
+ROW_ENVIRONMENTS = {name: {"XLA_FLAGS": "--xla_cpu_prefer_vector_width=512"}
+                    for name in ("pretrain_xla512", "pretrain_bf16_xla512")}
 
 BFLOAT16_ROWS = [name for name, (_, ours, _, _) in ROWS.items()
                  if "bf16" in ours or "bfloat16" in ours]
 
 
 def default_rows(description):
-    """(every row, or every row but the bf16 ones if this CPU has no bf16 instructions,
-    the rows left out) for a `machine.cpu_description`."""
-    if has_bfloat16_instructions(description):
-        return list(ROWS), []
-    return [name for name in ROWS if name not in BFLOAT16_ROWS], list(BFLOAT16_ROWS)
+    """(the rows to run, the rows left out) for a `machine.cpu_description`: every row, but
+    the bf16 ones where the CPU has no bf16 instructions and the 512-bit XLA ones where it has
+    no AVX-512."""
+    left_out = [] if has_bfloat16_instructions(description) else list(BFLOAT16_ROWS)
+    if "AVX-512" not in description["cpu_flags"]:
+        left_out += [name for name in ROW_ENVIRONMENTS if name not in left_out]
+    return [name for name in ROWS if name not in left_out], left_out
 
 
-def _run(command, timeout):
-    """The last JSON line `command` prints (a dict), or {"error": ...}."""
-    print("$", " ".join(shlex.quote(part) for part in command), flush=True)
+def _run(command, timeout, environment=None):
+    """The last JSON line `command` prints (a dict), or {"error": ...}; `environment` (a dict)
+    is added to this process's environment for the command, and printed before it."""
+    prefix = [f"{key}={shlex.quote(value)}" for key, value in (environment or {}).items()]
+    print("$", " ".join(prefix + [shlex.quote(part) for part in command]), flush=True)
+    env = {**os.environ, **environment} if environment else None
     try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                                env=env)
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout} s"}
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
@@ -279,7 +299,7 @@ def run_suite(names, reference_dir=None, size="small", timeout=900, rounds=1):
             print(f"round {round_index + 1} of {rounds}", flush=True)
         for name in names:
             _, ours_args, torch_args, _ = ROWS[name]
-            ours = _run(ours_command + ours_args, timeout)
+            ours = _run(ours_command + ours_args, timeout, ROW_ENVIRONMENTS.get(name))
             torch_record = None
             if reference_dir and torch_args is not None:
                 torch_record = _run([sys.executable,

@@ -31,8 +31,9 @@ def main(argv):
     if not names:
         names, left_out = default_rows(cpu_description())
         if left_out:
-            print(f"This CPU has no bfloat16 instructions (AVX-512 BF16 or AMX): leaving out "
-                  f"{', '.join(left_out)}; name them in --rows to run them anyway.", flush=True)
+            print(f"Leaving out {', '.join(left_out)}: this CPU lacks bfloat16 instructions "
+                  f"(AVX-512 BF16 or AMX) or AVX-512; name them in --rows to run them anyway.",
+                  flush=True)
     unknown = sorted(set(names) - set(ROWS))
     if unknown:
         sys.exit(f"error: unknown --rows {', '.join(unknown)} (known: {', '.join(ROWS)})")
