@@ -102,7 +102,7 @@ class SpanHead(keras.layers.Layer):
         if start_positions is not None:
             return {"start_logits": start_logits, "answerable_logit": answerable,
                     "end_logits": self.training_end_logits(sequence_output, mask, start_positions,
-                                                           bool(training))}
+                                                           training)}
         return {**self.beam(sequence_output, mask, start_logits), "answerable_logit": answerable}
 
     def beam_width(self, sequence_output):
