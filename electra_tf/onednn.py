@@ -14,9 +14,10 @@ choice. TensorFlow Serving's model server is built on the same TensorFlow core: 
 in its environment asks for the same kernels.
 """
 
-import functools
 import os
 import sys
+
+from electra_tf.cpu_features import cpu_flags
 
 VARIABLE = "TF_ENABLE_ONEDNN_OPTS"
 
@@ -36,16 +37,10 @@ def onednn_enabled() -> bool:
     return bool(_pywrap_util_port.IsMklEnabled())
 
 
-@functools.lru_cache(maxsize=None)
 def avx2_without_avx512(cpuinfo_path="/proc/cpuinfo") -> bool:
     """Whether the CPU has AVX2 but no AVX-512 (AMD Zen 2 and Zen 3, Intel before Skylake-SP),
     read from the first processor's flags in `cpuinfo_path`: where oneDNN runs its AVX2
     kernels, whose speed on some operand layouts differs from its AVX-512 ones. False where
     the file cannot be read (not Linux) or names no AVX2 (not x86)."""
-    try:
-        with open(cpuinfo_path) as f:
-            flags = next((line.partition(":")[2].split() for line in f
-                          if line.startswith("flags")), [])
-    except OSError:
-        return False
+    flags = cpu_flags(cpuinfo_path)
     return "avx2" in flags and "avx512f" not in flags

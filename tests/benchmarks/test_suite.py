@@ -96,15 +96,15 @@ def test_rows_with_an_environment_run_ours_in_it_and_print_it(monkeypatch, capsy
     environments = []
     monkeypatch.setattr(suite, "_run", lambda command, timeout, environment=None:
                         environments.append(environment) or {"tokens_per_s": 1.0})
-    run_suite(["pretrain", "pretrain_xla512"], "refs")
-    wide = {"XLA_FLAGS": "--xla_cpu_prefer_vector_width=512"}
-    assert environments == [None, None, wide]  # ours, torch's, then ours with the flag
+    run_suite(["pretrain", "pretrain_xla256"], "refs")
+    narrow = {"XLA_FLAGS": "--xla_cpu_prefer_vector_width=256"}
+    assert environments == [None, None, narrow]  # ours, torch's, then ours with the flag
     monkeypatch.undo()
     probe = ("import json, os; "
              "print(json.dumps({'tokens_per_s': 1.0, 'flags': os.environ['XLA_FLAGS']}))")
-    record = suite._run([sys.executable, "-c", probe], 120, wide)
-    assert record["flags"] == wide["XLA_FLAGS"]
-    assert "$ XLA_FLAGS=--xla_cpu_prefer_vector_width=512 " in capsys.readouterr().out
+    record = suite._run([sys.executable, "-c", probe], 120, narrow)
+    assert record["flags"] == narrow["XLA_FLAGS"]
+    assert "$ XLA_FLAGS=--xla_cpu_prefer_vector_width=256 " in capsys.readouterr().out
 
 
 def test_a_failing_onnx_runtime_script_is_reported_at_both_batch_sizes(tmp_path):
@@ -126,13 +126,14 @@ def test_onnx_runtime_records_are_read_and_each_batch_printed_as_it_ends(tmp_pat
             "500.0 ms") in capsys.readouterr().out
 
 
-def test_default_rows_leave_out_bf16_and_512_bit_rows_where_the_cpu_lacks_them():
+def test_default_rows_leave_out_bf16_and_256_bit_rows_where_the_cpu_lacks_them():
     for flags in (["AVX-512", "AVX-512 BF16"], ["AVX-512", "AVX-512 BF16", "AMX-BF16", "AMX"]):
         assert default_rows({"cpu_flags": flags}) == (list(ROWS), [])
-    bf16 = ["pretrain_bf16", "pretrain_bf16_xla512", "classify_bf16", "qa_bf16",
+    bf16 = ["pretrain_bf16", "pretrain_bf16_xla256", "classify_bf16", "qa_bf16",
             "serve_b1_bf16_intra1", "serve_b32_bf16"]
-    # AVX2 only (Zen 3): no 512-bit XLA rows either; AVX-512 without BF16: the fp32 one runs
-    for flags, left_out in (([], bf16 + ["pretrain_xla512"]), (["AVX-512"], bf16)):
+    # AVX2 only (Zen 3): no 256-bit XLA rows, 256 bits being the default there; AVX-512
+    # without BF16: the fp32 one runs
+    for flags, left_out in (([], bf16 + ["pretrain_xla256"]), (["AVX-512"], bf16)):
         names, left = default_rows({"cpu_flags": flags})
         assert sorted(names + left) == sorted(ROWS) and left == left_out
         assert "pretrain" in names and "serve_b32" in names

@@ -1,0 +1,67 @@
+"""`import electra_tf` asks XLA for 512-bit vectors on CPUs with AVX-512, unless told otherwise."""
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+from electra_tf.cpu_features import cpu_flags
+from electra_tf.xla_cpu import OPTION, VARIABLE, WIDE, prefer_wide_vectors
+
+AVX512 = frozenset({"avx2", "avx512f", "avx512bw"})
+AVX2 = frozenset({"avx2", "fma"})
+
+# Compiles one elementwise kernel with XLA after `import electra_tf`, dumping its LLVM IR.
+KERNEL = ("f = tf.function(lambda x: tf.math.tanh(x) * 3.0 + x, jit_compile=True)\n"
+          "f(tf.ones([4096]))\n")
+PROBE = "import electra_tf, tensorflow as tf\n" + KERNEL
+# XLA reads its flags at the first compilation, not when TensorFlow is imported or runs ops.
+PROBE_TENSORFLOW_FIRST = ("import tensorflow as tf\ntf.ones([3]) + 1.0\nimport electra_tf\n"
+                          + KERNEL)
+
+
+@pytest.mark.parametrize("before, after", [
+    ({}, {VARIABLE: WIDE}),
+    ({VARIABLE: "--xla_dump_to=/tmp/x"}, {VARIABLE: f"--xla_dump_to=/tmp/x {WIDE}"}),
+])
+def test_appends_the_width_on_avx512_cpus(before, after):
+    environ = dict(before)
+    assert prefer_wide_vectors(environ, flags=AVX512) and environ == after
+
+
+@pytest.mark.parametrize("environ, flags", [
+    ({VARIABLE: f"{OPTION}=256"}, AVX512),  # the user's width wins
+    ({}, AVX2),  # AMD Zen 3: no 512-bit vectors to ask for
+    ({}, frozenset()),  # not x86, or no /proc/cpuinfo
+])
+def test_leaves_the_variable_alone_otherwise(environ, flags):
+    before = dict(environ)
+    assert not prefer_wide_vectors(environ, flags=flags) and environ == before
+
+
+def _widest_float_vector(tmp_path: pathlib.Path, xla_flags: str, probe=PROBE) -> int:
+    """Lanes of the widest `<N x float>` vector in the probe's optimized LLVM IR."""
+    dump = tmp_path / "dump"
+    environ = dict(os.environ, **{VARIABLE: f"--xla_dump_to={dump} {xla_flags}".strip()})
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                            env=environ, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    ir = "".join(path.read_text() for path in dump.glob("*ir-with-opt.ll"))
+    assert ir, sorted(path.name for path in dump.iterdir())
+    return max(int(lanes) for lanes in re.findall(r"<(\d+) x float>", ir))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("probe", [PROBE, PROBE_TENSORFLOW_FIRST])
+def test_xla_kernels_use_512_bit_vectors_after_import_on_avx512_cpus(tmp_path, probe):
+    # 16 float lanes where the CPU has AVX-512, XLA's default of 8 elsewhere.
+    expected = 16 if "avx512f" in cpu_flags() else 8
+    assert _widest_float_vector(tmp_path, "", probe) == expected
+
+
+@pytest.mark.slow
+def test_a_width_the_user_sets_wins(tmp_path):
+    assert _widest_float_vector(tmp_path, f"{OPTION}=256") == 8
