@@ -1,16 +1,42 @@
 """The CPU's instruction-set flags, as Linux reports them, for choices made before TensorFlow
-starts (which kernels to ask for, how wide XLA's vectors are)."""
+starts (which kernels to ask for, how wide XLA's vectors are) and for advice (whether bfloat16
+pays on this CPU)."""
 
 import functools
 
 
 @functools.lru_cache(maxsize=None)
+def _first_processor(cpuinfo_path: str) -> dict:
+    """{key: value} of the first processor's entry in `cpuinfo_path`; empty where the file
+    cannot be read (not Linux)."""
+    entry = {}
+    try:
+        with open(cpuinfo_path) as f:
+            for line in f:
+                if not line.strip():
+                    if entry:
+                        break  # the first processor's entry is enough
+                    continue
+                key, _, value = line.partition(":")
+                entry[key.strip()] = value.strip()
+    except OSError:
+        pass
+    return entry
+
+
 def cpu_flags(cpuinfo_path="/proc/cpuinfo") -> frozenset:
     """The first processor's flags in `cpuinfo_path` ("avx2", "avx512f", "amx_bf16", ...); empty
     where the file cannot be read (not Linux) or names no flags (ARM lists "Features")."""
-    try:
-        with open(cpuinfo_path) as f:
-            return frozenset(next((line.partition(":")[2].split() for line in f
-                                   if line.startswith("flags")), []))
-    except OSError:
-        return frozenset()
+    return frozenset(_first_processor(cpuinfo_path).get("flags", "").split())
+
+
+def fast_bfloat16_matmuls(cpuinfo_path="/proc/cpuinfo") -> bool:
+    """Whether oneDNN's bfloat16 products outpace its float32 ones on this CPU: with AMX-BF16
+    (3.8x the float32 peak on a two-core Sapphire Rapids), or with AVX-512 BF16 on AMD's CPUs
+    (Zen 4: 2x, its float32 FMAs being 256 bits wide). With AVX-512 BF16 alone an Intel CPU,
+    whose two 512-bit FMA ports match the bfloat16 dot product's rate, ran them at half the
+    float32 peak; without either they are emulated (docs/performance.md#bfloat16-without-amx)."""
+    entry = _first_processor(cpuinfo_path)
+    flags = cpu_flags(cpuinfo_path)
+    return "amx_bf16" in flags or (
+        "avx512_bf16" in flags and entry.get("vendor_id") == "AuthenticAMD")

@@ -85,8 +85,8 @@ flags.DEFINE_enum("serving_dtype", "float32", ["float32", "bfloat16"],
                   "Weights and matmuls of the exported model. bfloat16: the weights rounded to "
                   "bfloat16 and the matmuls computed in it (outputs still float32, a few "
                   "hundredths from float32's): faster on CPUs with AMX (Intel Sapphire Rapids "
-                  "and later); with AVX-512 BF16 alone (AMD Zen 4) only batches gain, single "
-                  "requests do not (docs/serving.md).")
+                  "and later) and on AMD's with AVX-512 BF16 (Zen 4); slower on Intel CPUs "
+                  "with AVX-512 BF16 but no AMX and on CPUs without either (docs/serving.md).")
 flags.DEFINE_bool("transposed_feedforward", False, "Also store each transformer block's "
                   "feed-forward input kernel transposed ([intermediate, hidden]) for the "
                   "exported graph (the same core ops; float32 outputs the same to rounding): "

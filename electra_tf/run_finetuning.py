@@ -146,6 +146,7 @@ def run() -> int:
     distribution.split_cpu(FLAGS.cpu_devices)
     strategy = distribution.make_strategy(FLAGS.strategy, FLAGS.tpu)
     jit_compile = distribution.use_xla(strategy, FLAGS.jit_compile)
+    distribution.warn_if_bfloat16_is_slow(strategy, FLAGS.mixed_precision)
     keras.mixed_precision.set_dtype_policy(distribution.DTYPE_POLICIES[FLAGS.mixed_precision])
     for task in prepared:
         model_dir = FLAGS.model_dir if len(prepared) == 1 else os.path.join(

@@ -12,6 +12,7 @@ from electra_tf.convert_checkpoint import write_electra_tf
 from electra_tf.models import ElectraPretrainer
 from tests.models.helpers import objective, tiny_model_config
 from tests.run_helpers import REPO, SPECIALS, run_cli, run_in_process
+from tests.training.test_bfloat16_advice import stop_at_the_check
 
 WORDS = [f"w{i}" for i in range(40)]
 TOKENS = SPECIALS + WORDS
@@ -361,3 +362,15 @@ def test_tagging_bad_input_is_one_error_line(case, init_dir, tmp_path):
                            "--model_dir", str(model_dir), *TAGGING_RUN, *extra)
     assert_one_line_error(result, *fragments)
     assert not model_dir.exists()
+
+
+def test_bf16_is_checked_against_the_cpu_before_training(init_dir, tmp_path, monkeypatch):
+    # tests/training/test_bfloat16_advice.py tests the check; here: run_finetuning makes it.
+    calls = stop_at_the_check(monkeypatch)
+    write_rte(tmp_path / "glue" / "RTE")
+    result = finetune_main("--task", "glue/rte", "--data_dir", str(tmp_path / "glue"),
+                           "--init_checkpoint", init_dir, "--model_dir", str(tmp_path / "rte"),
+                           "--mixed_precision", "bf16", *SMALL_RUN)
+    assert result.returncode == 1 and "_Stop" in result.stderr, result.stderr[-2000:]
+    assert [precision for _, precision in calls] == ["bf16"]
+    assert not (tmp_path / "rte").exists() or not any((tmp_path / "rte").rglob("ckpt-*"))

@@ -6,8 +6,10 @@ while LayerNorm computes in float32 (as Keras does for half types) and the signa
 return float32 (the exporters cast the model's outputs before softmax or sigmoid). On CPUs with
 AMX (Intel Sapphire Rapids and later) TensorFlow's oneDNN kernels run these matmuls on the AMX
 tiles, two to three times as fast as float32 even for a single request's small products
-(docs/serving.md). With AVX-512 BF16 but no AMX (AMD Zen 4) batches gain about 1.3x and single
-requests nothing; without either, bfloat16 matmuls are emulated and slower. `mixed_bfloat16` is
+(docs/serving.md). With AVX-512 BF16 but no AMX it depends on the CPU: on AMD's Zen 4 bfloat16
+products run at twice the float32 rate and both batches and single requests gain; on an Intel
+Xeon whose AMX is hidden they run at half of it and the export is slower; without either,
+bfloat16 matmuls are emulated and slower. `mixed_bfloat16` is
 no substitute when serving: it casts every float32 weight on every request.
 
 The graph has the same core ops as the float32 export (bfloat16 kernels of MatMul, BiasAdd,

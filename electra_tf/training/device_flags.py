@@ -11,7 +11,8 @@ def define_device_flags() -> None:
                       "tf.distribute strategy; auto picks a TPU, then all GPUs, then the CPU.")
     flags.DEFINE_string("tpu", None, "TPU name or grpc:// address (Cloud TPU, Colab).")
     flags.DEFINE_enum("mixed_precision", "none", ["none", "bf16", "fp16"],
-                      "Keras dtype policy: float32, mixed_bfloat16 (TPU, recent CPUs) or "
+                      "Keras dtype policy: float32, mixed_bfloat16 (TPUs, and CPUs with AMX or "
+                      "AMD's AVX-512 BF16; other CPUs run it slower than float32) or "
                       "mixed_float16 with loss scaling (GPU).")
     flags.DEFINE_bool("jit_compile", None, "Compile the train step with XLA (default: on TPU and "
                       "GPU, off on CPU where TensorFlow's kernels measured faster).")

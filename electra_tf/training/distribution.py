@@ -8,6 +8,7 @@ import os
 import tensorflow as tf
 from absl import logging
 
+from electra_tf.cpu_features import fast_bfloat16_matmuls
 from electra_tf.errors import UserError
 from electra_tf.training.device_flags import STRATEGIES
 
@@ -59,6 +60,24 @@ def make_strategy(name: str = "auto", tpu: str | None = None) -> tf.distribute.S
 
 
 DTYPE_POLICIES = {"none": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+
+
+def warn_if_bfloat16_is_slow(strategy: tf.distribute.Strategy, mixed_precision: str,
+                             fast_on_this_cpu=None) -> bool:
+    """Logs a warning, and returns True, where `mixed_precision` is "bf16", `strategy` trains
+    on the CPU (no TPU, no GPU) and `fast_on_this_cpu()` (default
+    `cpu_features.fast_bfloat16_matmuls`) says its bfloat16 matmuls are not faster than float32
+    ones: there every bf16 step ran slower than fp32 (0.67x on an Intel
+    Xeon with AVX-512 BF16 but no AMX)."""
+    on_cpu = not (isinstance(strategy, tf.distribute.TPUStrategy)
+                  or tf.config.list_logical_devices("GPU"))
+    if mixed_precision != "bf16" or not on_cpu or (fast_on_this_cpu or fast_bfloat16_matmuls)():
+        return False
+    logging.warning(
+        "--mixed_precision bf16 on a CPU without AMX or AMD's AVX-512 BF16: its bfloat16 "
+        "matmuls are no faster than float32 ones (on an Intel Xeon with AVX-512 BF16 alone, "
+        "half as fast), so fp32 trains faster here (docs/performance.md#bfloat16-without-amx).")
+    return True
 
 
 def split_cpu(num_devices: int) -> None:

@@ -267,6 +267,7 @@ def pretrain(*, config: str | None = None, data: str | None = None,
         check_accumulation(each.config.run.train_batch_size,
                            each.config.run.gradient_accumulation_steps, "run",
                            strategy.num_replicas_in_sync)
+    distribution.warn_if_bfloat16_is_slow(strategy, mixed_precision)
     previous_policy = keras.mixed_precision.dtype_policy()
     keras.mixed_precision.set_dtype_policy(distribution.DTYPE_POLICIES[mixed_precision])
     try:  # the model keeps its policy; the caller's global one is left as it was
