@@ -5,8 +5,7 @@ pays on this CPU)."""
 import functools
 
 
-@functools.lru_cache(maxsize=None)
-def _first_processor(cpuinfo_path: str) -> dict:
+def first_processor(cpuinfo_path="/proc/cpuinfo") -> dict:
     """{key: value} of the first processor's entry in `cpuinfo_path`; empty where the file
     cannot be read (not Linux)."""
     entry = {}
@@ -24,10 +23,11 @@ def _first_processor(cpuinfo_path: str) -> dict:
     return entry
 
 
+@functools.lru_cache(maxsize=None)  # read where models are traced (onednn.avx2_without_avx512)
 def cpu_flags(cpuinfo_path="/proc/cpuinfo") -> frozenset:
     """The first processor's flags in `cpuinfo_path` ("avx2", "avx512f", "amx_bf16", ...); empty
     where the file cannot be read (not Linux) or names no flags (ARM lists "Features")."""
-    return frozenset(_first_processor(cpuinfo_path).get("flags", "").split())
+    return frozenset(first_processor(cpuinfo_path).get("flags", "").split())
 
 
 def fast_bfloat16_matmuls(cpuinfo_path="/proc/cpuinfo") -> bool:
@@ -36,7 +36,7 @@ def fast_bfloat16_matmuls(cpuinfo_path="/proc/cpuinfo") -> bool:
     (Zen 4: 2x, its float32 FMAs being 256 bits wide). With AVX-512 BF16 alone an Intel CPU,
     whose two 512-bit FMA ports match the bfloat16 dot product's rate, ran them at half the
     float32 peak; without either they are emulated (docs/performance.md#bfloat16-without-amx)."""
-    entry = _first_processor(cpuinfo_path)
-    flags = cpu_flags(cpuinfo_path)
+    entry = first_processor(cpuinfo_path)
+    flags = entry.get("flags", "").split()
     return "amx_bf16" in flags or (
         "avx512_bf16" in flags and entry.get("vendor_id") == "AuthenticAMD")

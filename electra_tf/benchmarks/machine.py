@@ -5,6 +5,8 @@ apart."""
 import os
 import platform
 
+from electra_tf.cpu_features import first_processor
+
 # /proc/cpuinfo flag -> the name a reader knows it by
 FLAGS_OF_NOTE = {"avx512f": "AVX-512", "avx512_bf16": "AVX-512 BF16", "amx_bf16": "AMX-BF16",
                  "amx_tile": "AMX"}
@@ -14,21 +16,10 @@ def cpu_description(cpuinfo_path="/proc/cpuinfo") -> dict:
     """{"cpu": model name with its family and model numbers, "cores": logical CPUs this process
     may use, "cpu_flags": the FLAGS_OF_NOTE present, in that order}; the model is
     platform.processor() where there is no /proc/cpuinfo."""
-    model, flags, family = platform.processor() or "unknown", set(), {}
-    try:
-        with open(cpuinfo_path) as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                key = key.strip()
-                if key == "model name":
-                    model = value.strip()
-                elif key in ("cpu family", "model"):
-                    family[key] = value.strip()
-                elif key == "flags":
-                    flags = set(value.split())
-                    break  # the first processor's entry is enough
-    except OSError:
-        pass
+    entry = first_processor(cpuinfo_path)
+    model = entry.get("model name") or platform.processor() or "unknown"
+    flags = set(entry.get("flags", "").split())
+    family = {key: entry[key] for key in ("cpu family", "model") if key in entry}
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     if family:  # a VM's model name can be bare ("AMD EPYC"); family and model tell generations
         model += " (" + ", ".join(f"{key} {value}" for key, value in family.items()) + ")"
