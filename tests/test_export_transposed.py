@@ -1,6 +1,7 @@
 """Exports whose transformer blocks hold their feed-forward input kernels transposed
 (`serving_copy(..., transposed_feedforward=True)`): the same outputs as the plain export, the
-same core ops, a transposed product per block and half sequence, and the model left as it was."""
+same core ops, a transposed product per block and half sequence (one in a classifier's last
+block), and the model left as it was."""
 
 import keras
 import numpy as np
@@ -19,6 +20,12 @@ from tests.test_export_xla import exporter_of, paired_outputs
 # the tiny random models here differ by under 1e-6; oneDNN may sum in another order).
 ATOL, RTOL = 1e-5, 1e-5
 LAYERS = tiny_model_config().num_layers
+
+
+def transposed_products_per_export(name):
+    """The transposed products an export adds: one per block and half sequence, but one in a
+    classifier's last block, which computes [CLS] alone."""
+    return 2 * LAYERS - (name in ("classifier", "regressor"))
 
 
 def transposed_products(signature):
@@ -46,7 +53,8 @@ def test_transposed_export_matches_the_plain_one(name, tmp_path):
     config = tiny_model_config()
     assert transposed_shapes.count((config.intermediate_size, config.hidden_size)) == (
         plain_shapes.count((config.intermediate_size, config.hidden_size)) + LAYERS)
-    assert len(transposed_products(transposed)) == len(transposed_products(plain)) + 2 * LAYERS
+    assert len(transposed_products(transposed)) == (len(transposed_products(plain))
+                                                    + transposed_products_per_export(name))
     (ops, xla), (plain_ops, _) = op_report(transposed), op_report(plain)
     assert ops - plain_ops == set() and xla == []  # the allowlist of tests/test_export.py
     for key, value, got in paired_outputs(plain, transposed):
@@ -64,7 +72,8 @@ def test_transposed_bfloat16_export_matches_the_float32_one(tmp_path):
     plain, half = (tf.saved_model.load(export(str(tmp_path / dtype), False, dtype, dtype ==
                                               "bfloat16")).signatures["serving_default"]
                    for dtype in ("float32", "bfloat16"))
-    assert len(transposed_products(half)) == len(transposed_products(plain)) + 2 * LAYERS
+    assert len(transposed_products(half)) == (len(transposed_products(plain))
+                                              + transposed_products_per_export("classifier"))
     for key, value, got in paired_outputs(plain, half):
         if value.dtype.is_floating:
             np.testing.assert_allclose(got.numpy(), value.numpy(), atol=BFLOAT16_ATOL,

@@ -29,7 +29,9 @@ The fine-tuning tasks (`classify`, `qa`) use the reference's inputs: random ids,
 segment 1 from seq // 4 on (`[CLS] question [SEP] context [SEP]`-like), and count 3x the
 encoder's forward FLOPs (the task heads are left out, as the reference leaves out its own);
 `classify` counts the FLOPs it does: its last block computes [CLS] alone, where the
-reference's computes every position, so compare the two by tokens/s.
+reference's computes every position, so compare the two by tokens/s. So does `infer`, whose
+exported classifier's last block computes [CLS] alone too, where the references
+(`ElectraForPreTraining`, the same under ONNX Runtime) return a logit at every position.
 `qa` trains the original's joint head (`qa` config section defaults: beam 20, answerability
 head) on answer spans inside the context segment: more work than the reference's
 `ElectraForQuestionAnswering` (one linear layer for start and end): the joint end head's
@@ -57,8 +59,8 @@ from electra_tf import console
 from electra_tf.benchmarks.machine import cpu_description
 from electra_tf.config import FinetuneConfig, QAConfig, load_config
 from electra_tf.onednn import onednn_enabled
-from electra_tf.training.flops import (classification_step_flops, encoder_flops_per_token,
-                                      pretraining_step_flops)
+from electra_tf.training.flops import (classification_forward_flops, classification_step_flops,
+                                      encoder_flops_per_token, pretraining_step_flops)
 
 console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
 
@@ -256,15 +258,22 @@ def _time_alternately(step, baseline_step, flops, baseline_name="keras_hub_layer
 def with_keras_hub_layers(model):
     """`model` with every TransformerLayer computing keras-hub's TransformerEncoder.call (keras
     MultiHeadAttention and Dense; the block before its faster call) instead of its own. Same
-    variables and maths; set before the model is first traced."""
+    variables and maths, but every position computed (a classifier's last block `query_rows`
+    is a slice of the whole output); set before the model is first traced."""
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     import keras_hub
 
     from electra_tf.models.transformer import TransformerLayer
 
+    def keras_hub_call(layer):
+        def call(inputs, query_rows=None, **kwargs):
+            outputs = keras_hub.layers.TransformerEncoder.call(layer, inputs, **kwargs)
+            return outputs if query_rows is None else outputs[:, :query_rows]
+        return call
+
     for layer in model._flatten_layers():
         if isinstance(layer, TransformerLayer):
-            layer.call = keras_hub.layers.TransformerEncoder.call.__get__(layer)
+            layer.call = keras_hub_call(layer)
     return model
 
 
@@ -412,7 +421,7 @@ def _infer(config, jit_compile):
     from electra_tf.models.classifier import ElectraClassifier
 
     inputs = {k: tf.constant(v) for k, v in _pair_inputs(config.model.vocab_size).items()}
-    flops = FLAGS.batch * FLAGS.seq * encoder_flops_per_token(config.model, FLAGS.seq)
+    flops = classification_forward_flops(config.model, FLAGS.batch, FLAGS.seq)
 
     def serving_step(model, directory, jit_compile=jit_compile,
                      transposed=FLAGS.transposed_feedforward):

@@ -45,12 +45,11 @@ class ElectraClassifier(TaskModel):
     [batch, num_labels], or with `regression=True` predictions [batch] on the scaled [0, 1] target
     scale. Labels: int class ids [batch], or float scaled targets [batch].
 
-    In training the encoder's last block runs for [CLS] alone (`output_rows=1`), the one
-    position the head reads: the logits and gradients of the whole block's first position
-    (without dropout the same values; with it, masks drawn for that position alone), without
-    7% of ELECTRA-Small's encoder FLOPs at 128 tokens (docs/performance.md). Inference, and so
-    every export, still computes the whole block, the work that the serving benchmarks'
-    references (torch, ONNX Runtime) do.
+    The encoder's last block runs for [CLS] alone (`output_rows=1`), the one position the
+    head reads: the logits and gradients of the whole block's first position (without dropout
+    the same values; with it, masks drawn for that position alone), without 7% of
+    ELECTRA-Small's encoder FLOPs at 128 tokens, in training, inference and every export
+    (docs/performance.md).
 
     Args:
       model_config: the encoder's sizes, an `electra_tf.config.ModelConfig` (default: its
@@ -101,8 +100,7 @@ class ElectraClassifier(TaskModel):
         self.build_layers(self.head)
 
     def call(self, inputs, training=False):
-        output_rows = 1 if training else None  # exports: see the class docstring
-        outputs = self.head(self.encode(inputs, training=training, output_rows=output_rows),
+        outputs = self.head(self.encode(inputs, training=training, output_rows=1),
                             training=training)
         return outputs[:, 0] if self.regression else outputs
 

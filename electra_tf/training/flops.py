@@ -10,14 +10,19 @@ def encoder_flops_per_token(config, seq):
     return projection + config.num_layers * per_layer
 
 
-def classification_step_flops(config, batch, seq):
-    """Matmul FLOPs of one classifier training step, 3x the forward pass: the encoder at every
-    position but the last block, which computes [CLS] alone (its keys and values at every
-    position; `electra_tf.models.classifier`)."""
+def classification_forward_flops(config, batch, seq):
+    """Matmul FLOPs of a classifier's forward pass: the encoder at every position but the last
+    block, which computes [CLS] alone (its keys and values at every position;
+    `electra_tf.models.classifier`)."""
     h = config.hidden_size
     skipped_per_position = 4 * h * h + 4 * h * config.intermediate_size + 4 * seq * h
-    return 3 * batch * (seq * encoder_flops_per_token(config, seq)
-                        - (seq - 1) * skipped_per_position)
+    return batch * (seq * encoder_flops_per_token(config, seq)
+                    - (seq - 1) * skipped_per_position)
+
+
+def classification_step_flops(config, batch, seq):
+    """Matmul FLOPs of one classifier training step, 3x the forward pass."""
+    return 3 * classification_forward_flops(config, batch, seq)
 
 
 def pretraining_step_flops(model_config, batch, seq, num_predictions, electra=True):

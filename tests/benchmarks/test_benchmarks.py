@@ -11,7 +11,8 @@ import pytest
 from electra_tf.benchmarks.machine import cpu_description
 from electra_tf.config import load_config
 from electra_tf.onednn import prefer_onednn
-from electra_tf.training.flops import classification_step_flops, pretraining_step_flops
+from electra_tf.training.flops import (classification_forward_flops, classification_step_flops,
+                                      pretraining_step_flops)
 from electra_tf.training.profile_breakdown import (XLA_KERNELS, format_breakdown,
                                                    format_xla_breakdown, op_breakdown,
                                                    xla_kernel_breakdown)
@@ -36,6 +37,7 @@ def test_flop_count_of_an_electra_small_classification_step():
     # key and value projections (4*256^2) at 128 positions, the rest of it at [CLS] alone.
     block = 8 * 256**2 + 4 * 256 * 1024 + 4 * 128 * 256
     per_sequence = 128 * (11 * block + 2 * 128 * 256 + 4 * 256**2) + block - 4 * 256**2
+    assert classification_forward_flops(model, 32, 128) == 32 * per_sequence
     assert classification_step_flops(model, 32, 128) == 3 * 32 * per_sequence
 
 
