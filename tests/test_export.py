@@ -39,7 +39,8 @@ TEXT_MAX_LENGTH = 8
 # the export itself: all TensorFlow core ops that a stock tensorflow_model_server registers.
 SERVING_DEFAULT_OPS = frozenset({
     "AddV2", "All", "Assert", "BatchMatMulV2", "BiasAdd", "BroadcastTo", "Cast", "ConcatV2",
-    "Const", "Einsum", "EnsureShape", "Equal", "Erfc", "ExpandDims", "FloorDiv", "GatherV2",
+    "Const", "Einsum", "EnsureShape", "Equal", "Erfc", "ExpandDims", "Fill", "FloorDiv",
+    "FusedBatchNormV3", "GatherV2",
     "Identity", "Less", "LessEqual", "MatMul", "Mean", "Mul", "Neg", "NoOp", "Pack", "Placeholder",
     "Prod", "Range", "ReadVariableOp", "Reshape", "Rsqrt", "SelectV2", "Shape", "Sigmoid", "Slice",
     "Softmax", "SquaredDifference", "Squeeze", "StatefulPartitionedCall", "StopGradient",

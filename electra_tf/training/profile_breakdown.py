@@ -17,6 +17,8 @@ op's category (GELU's gradient is GELU). Each op gets the first category whose o
     transposes                        Transpose (_MklTranspose)
     casts                             Cast
     bias gradients                    BiasAddGrad
+    LayerNorm                         LayerNorm (_MklLayerNorm), FusedBatchNorm (inference's
+                                      LayerNorm where oneDNN is off)
     XLA kernels (GELU, residual +     ExecuteAsyncOnStream: a kernel that XLA compiled inside a
     LayerNorm, dropout, softmax       step run by TensorFlow's executor: the training GELU and
     gradient, cross-entropy,          its derivative (electra_tf.models.activations), the
@@ -71,6 +73,7 @@ TYPE_RULES = [
     ("transposes", ("Transpose",)),
     ("casts", ("Cast",)),
     ("bias gradients", ("BiasAddGrad",)),
+    ("LayerNorm", ("LayerNorm", "FusedBatchNorm")),
     (XLA_KERNELS, ("ExecuteAsyncOnStream",)),
 ]
 NAME_RULES = [
