@@ -262,8 +262,9 @@ def with_keras_hub_layers(model):
     is a slice of the whole output); set before the model is first traced."""
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     import keras_hub
+    import tensorflow as tf
 
-    from electra_tf.models.transformer import TransformerLayer
+    from electra_tf.models.transformer import TransformerLayer, sequence_halves
 
     def keras_hub_call(layer):
         def call(inputs, query_rows=None, **kwargs):
@@ -271,9 +272,17 @@ def with_keras_hub_layers(model):
             return outputs if query_rows is None else outputs[:, :query_rows]
         return call
 
+    def keras_hub_call_on_halves(layer):
+        def call_on_halves(halves, padding_mask=None):
+            whole = tf.concat(halves, axis=1)
+            return sequence_halves(keras_hub.layers.TransformerEncoder.call(
+                layer, whole, padding_mask=padding_mask, training=False))
+        return call_on_halves
+
     for layer in model._flatten_layers():
         if isinstance(layer, TransformerLayer):
             layer.call = keras_hub_call(layer)
+            layer.call_on_halves = keras_hub_call_on_halves(layer)
     return model
 
 

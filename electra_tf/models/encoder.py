@@ -6,7 +6,7 @@ import tensorflow as tf
 from electra_tf import presets
 from electra_tf.models.activations import get_activation
 from electra_tf.models.embeddings import ElectraEmbeddings, GdesEmbeddings
-from electra_tf.models.transformer import TransformerLayer
+from electra_tf.models.transformer import TransformerLayer, sequence_halves
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -20,7 +20,9 @@ class ElectraEncoder(keras.layers.Layer):
     Call: `input_ids`, `input_mask` (1 = real token), `segment_ids`, each int [batch, seq]
     -> `sequence_output` [batch, seq, hidden_size]; with `output_rows=k`, the last block computes
     the first k positions only -> [batch, k, hidden_size] (k = 1: the [CLS] vector alone, what a
-    classifier reads; the same values as the whole output's first rows).
+    classifier reads; the same values as the whole output's first rows). In inference the blocks
+    hand the sequence on as its two halves, each with its own ops
+    (`TransformerLayer.call_on_halves`), joined after the last.
 
     `from_preset(path)` loads a pretrained discriminator encoder; `from_model_config` sizes one
     by an `electra_tf.config.ModelConfig`. A deserialised encoder (`from_config`) owns a new
@@ -105,10 +107,19 @@ class ElectraEncoder(keras.layers.Layer):
         x = self.embeddings(input_ids, segment_ids, training=training)
         if self.embeddings_project is not None:
             x = self.embeddings_project(x)
-        last = len(self.transformer_layers) - 1
-        for i, layer in enumerate(self.transformer_layers):
-            rows = {"query_rows": output_rows} if output_rows and i == last else {}
-            x = layer(x, padding_mask=input_mask, training=training, **rows)
+        layers = list(self.transformer_layers)
+        last = layers.pop() if output_rows and layers else None
+        if training:
+            for layer in layers:
+                x = layer(x, padding_mask=input_mask, training=training)
+        else:  # the blocks pass the sequence's halves on (TransformerLayer.call_on_halves)
+            halves = sequence_halves(x)
+            for layer in layers:
+                with tf.name_scope(layer.name):
+                    halves = layer.call_on_halves(halves, input_mask)
+            x = tf.concat(halves, axis=1)
+        if last is not None:
+            x = last(x, padding_mask=input_mask, training=training, query_rows=output_rows)
         return x
 
     def embed(self, input_ids, input_mask, segment_ids):

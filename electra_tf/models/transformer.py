@@ -27,7 +27,8 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
     whose kernel gradient is a batched matmul followed by a sum over the batch, masks with two
     `where`s, and Dense on 3-D inputs reshapes around every matmul; the 2-D form lets oneDNN
     fuse bias and GELU into the matmul when serving (docs/performance.md). In inference the two
-    halves of the sequence go through separate ops, which TensorFlow runs in parallel. The maths
+    halves of the sequence go through separate ops, which TensorFlow runs in parallel, and an
+    encoder hands them from block to block (`call_on_halves`). The maths
     is keras-hub's (tested against its call, with gradients); an explicit `attention_mask` or
     `return_attention_scores` takes keras-hub's path.
     """
@@ -72,18 +73,24 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
         if training:
             key, value = self._keys_and_values(inputs, training)
             return self._block(inputs, key, value, padding_mask, training)
-        # In inference each half of the sequence runs through its own ops (each half's queries
-        # attend to all keys; the outputs are the same), and the executor runs the two chains at
-        # once on its inter-op threads. A single request's matmuls are small enough that
-        # TensorFlow's oneDNN kernels run each on one thread (their operands fit in the L2
-        # cache): with one intra-op thread (TF Serving's --tensorflow_intra_op_parallelism=1)
-        # the two chains keep two cores busy (docs/performance.md, "Single requests").
-        half = tf.shape(inputs)[1] // 2
-        halves = (inputs[:, :half], inputs[:, half:])
+        return tf.concat(self.call_on_halves(sequence_halves(inputs), padding_mask), axis=1)
+
+    def call_on_halves(self, halves, padding_mask=None):
+        """Inference on a sequence given as its two halves, `sequence_halves(inputs)`: [batch,
+        half, H] and [batch, seq - half, H] -> the block's outputs for them, the same pair of
+        shapes. An encoder passes the pair from block to block (no concatenation and slicing
+        between blocks); `call` in inference joins it.
+
+        Each half runs through its own ops (each half's queries attend to all keys; the outputs
+        are the whole block's), and the executor runs the two chains at once on its inter-op
+        threads. A single request's matmuls are small enough that TensorFlow's oneDNN kernels
+        run each on one thread (their operands fit in the L2 cache): with one intra-op thread
+        (TF Serving's --tensorflow_intra_op_parallelism=1) the two chains keep two cores busy
+        (docs/performance.md, "Single requests")."""
         keys_and_values = [self._keys_and_values(rows) for rows in halves]
         key, value = (tf.concat(parts, axis=2) for parts in zip(*keys_and_values))
-        return tf.concat([self._block(rows, key, value, padding_mask, training)
-                          for rows in halves], axis=1)
+        return tuple(self._block(rows, key, value, padding_mask, training=False)
+                     for rows in halves)
 
     def _keys_and_values(self, inputs, training=False):
         """`inputs` [batch, rows, H] -> key and value heads, each [batch, heads, rows, d]."""
@@ -160,6 +167,12 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
         config = super().get_config()
         config["attention_dropout"] = self.attention_dropout
         return config
+
+
+def sequence_halves(inputs):
+    """[batch, seq, H] -> its first seq // 2 positions [batch, half, H] and the rest."""
+    half = tf.shape(inputs)[1] // 2
+    return inputs[:, :half], inputs[:, half:]
 
 
 def _dense(x, kernel, bias, training=False):

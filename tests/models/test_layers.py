@@ -652,6 +652,41 @@ def test_encoder_padding_ids_do_not_change_real_positions():
     assert np.abs(a[0, 5:] - b[0, 5:]).max() > 1e-3  # the padded positions themselves change
 
 
+@pytest.mark.parametrize("seq", [1, 5, 8])
+@pytest.mark.parametrize("output_rows", [None, 1])
+def test_encoder_inference_passes_the_sequence_halves_between_blocks(seq, output_rows):
+    """In inference the blocks hand the sequence's two halves on to the next
+    (`TransformerLayer.call_on_halves`): the outputs are those of the blocks called one by one,
+    with or without a last block for the first position alone, and the only concatenations of
+    [batch, rows, H] activations are the halves' final join (each halved block's keys and
+    values are joined as [batch, heads, seq, d])."""
+    enc = _encoder(num_layers=3)
+    ids = _ids(2, seq, 50, seed=13)
+    mask = tf.sequence_mask([seq, max(1, seq - 2)], seq, dtype=tf.int32)
+    segments = tf.zeros_like(ids)
+    enc(ids, mask, segments)
+
+    def block_by_block(ids):
+        x = enc.embeddings_project(enc.embeddings(ids, segments, training=False))
+        for i, layer in enumerate(enc.transformer_layers):
+            last = output_rows and i == len(enc.transformer_layers) - 1
+            x = layer(x, padding_mask=mask, training=False,
+                      **({"query_rows": output_rows} if last else {}))
+        return x
+
+    outputs = enc(ids, mask, segments, training=False, output_rows=output_rows)
+    assert outputs.shape == (2, output_rows or seq, 32)
+    np.testing.assert_allclose(outputs.numpy(), block_by_block(ids).numpy(), rtol=1e-6,
+                               atol=1e-6)
+    graph = tf.function(lambda ids: enc(ids, mask, segments, training=False,
+                                        output_rows=output_rows)).get_concrete_function(
+        tf.TensorSpec([None, None], tf.int32)).graph
+    concatenations = [op.outputs[0].shape.rank for op in graph.get_operations()
+                      if op.type == "ConcatV2" and op.outputs[0].dtype == tf.float32]
+    halved_blocks = 2 if output_rows else 3  # a last block for [CLS] projects keys whole
+    assert sorted(concatenations) == [3] + [4] * 2 * halved_blocks
+
+
 def test_encoder_config_round_trip():
     enc = _encoder(hidden_dropout=0.2, attention_dropout=0.3, activation="gelu_approximate")
     config = enc.get_config()
