@@ -51,8 +51,9 @@ op's category (GELU's gradient is GELU). Each op gets the first category whose o
   anything else: other
 
 The optimizers' clipping (`electra_tf.training.optimizer.clip_by_global_norm`) runs in a
-clip_by_global_norm scope inside the optimizer's. The transformer layer's own ops outside its sublayers (residual adds,
-the attention's reshapes, scaling and padding bias) are "other".
+clip_by_global_norm scope inside the optimizer's, so it counts as "gradient clipping". The
+transformer layer's own ops outside its sublayers (residual adds, the attention's reshapes,
+scaling and padding bias) are "other".
 """
 
 import collections
