@@ -23,11 +23,11 @@ def test_command_prints_one_line_per_product():
     environ = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0"}
     result = subprocess.run(
         [sys.executable, "-m", "electra_tf.benchmarks.attention_matmuls", "--batch", "2",
-         "--seq", "64", "--heads", "2", "--head_size", "32", "--repeats", "2"],
+         "--seq", "64", "--heads", "2", "--head_size", "32", "--repeats", "2", "--chain", "2"],
         capture_output=True, text=True, timeout=300, check=True, env=environ)
     records = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert [r["product"] for r in records] == [
         "scores Q K^T", "context P V", "probabilities' gradient dC V^T",
         "values' gradient P^T dC"]
-    assert all(r["tf_gflop_per_s"] > 0 and r["seq"] == 64 for r in records)
+    assert all(r["tf_gflop_per_s"] > 0 and r["seq"] == 64 and r["chain"] == 2 for r in records)
     assert all(r["onednn"] is False for r in records)  # the environment's choice, reported
