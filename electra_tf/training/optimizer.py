@@ -155,15 +155,23 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
 
     def update_step(self, gradient, variable, learning_rate):
         """var -= lr_var (m / (sqrt(v) + eps) + wd var); see `adam_update`. The moments' and the
-        variable's new values are one XLA-compiled kernel (`_adam_step`), where TensorFlow's
-        executor runs about ten, each a pass over the variable."""
+        variable's new values are one XLA-compiled kernel, where TensorFlow's executor runs about
+        ten, each a pass over the variable. Outside a distribution strategy the kernel updates
+        the three variables in place (`_adam_step_in_place`); a strategy's variables are
+        distributed values, which it takes and returns as tensors (`_adam_step`)."""
         dtype = variable.dtype
         lr = ops.cast(learning_rate, dtype) * self.layerwise_multiplier(variable)
         m, v = self._moments(variable)
+        gradient = ops.cast(ops.convert_to_tensor(gradient), dtype)  # IndexedSlices -> dense
+        steps = self._bias_correction_steps(dtype)
+        constants = self._update_constants(variable)
+        resources = [x.value if isinstance(x, keras.Variable) else x for x in (m, v, variable)]
+        if not any(isinstance(x, tf.distribute.DistributedValues) for x in resources):
+            _adam_step_in_place(gradient, *resources, lr, steps, **constants)
+            return
         new_m, new_v, new_variable = _adam_step(
-            ops.cast(ops.convert_to_tensor(gradient), dtype),  # IndexedSlices -> dense
-            tf.convert_to_tensor(m), tf.convert_to_tensor(v), tf.convert_to_tensor(variable),
-            lr, self._bias_correction_steps(dtype), **self._update_constants(variable))
+            gradient, tf.convert_to_tensor(m), tf.convert_to_tensor(v),
+            tf.convert_to_tensor(variable), lr, steps, **constants)
         self.assign(m, new_m)
         self.assign(v, new_v)
         self.assign(variable, new_variable)
@@ -279,6 +287,20 @@ def _adam_step(gradient, m, v, variable, learning_rate, steps, beta_1, beta_2, e
     m, v, update = adam_direction(gradient, m, v, variable, steps, beta_1, beta_2, epsilon,
                                   weight_decay)
     return m, v, variable - learning_rate * update
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _adam_step_in_place(gradient, m, v, variable, learning_rate, steps, beta_1, beta_2, epsilon,
+                        weight_decay):
+    """`_adam_step` on tf.Variables m, v and variable, assigned inside the kernel: XLA writes
+    the new values into the variables' own buffers instead of three new tensors (ELECTRA-Small's
+    201 updates alone in a `tf.function`: 19-20 ms against 25-27 ms, two-core Intel Xeon)."""
+    new_m, new_v, update = adam_direction(gradient, m.read_value(), v.read_value(),
+                                          variable.read_value(), steps, beta_1, beta_2, epsilon,
+                                          weight_decay)
+    m.assign(new_m)
+    v.assign(new_v)
+    variable.assign_sub(learning_rate * update)
 
 
 # ---- LAMB --------------------------------------------------------------------------------------
