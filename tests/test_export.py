@@ -40,8 +40,8 @@ TEXT_MAX_LENGTH = 8
 SERVING_DEFAULT_OPS = frozenset({
     "AddV2", "All", "Assert", "BatchMatMulV2", "BiasAdd", "BroadcastTo", "Cast", "ConcatV2",
     "Const", "Einsum", "EnsureShape", "Equal", "Erfc", "ExpandDims", "Fill", "FloorDiv",
-    "FusedBatchNormV3", "GatherV2",
-    "Identity", "Less", "LessEqual", "MatMul", "Mean", "Mul", "Neg", "NoOp", "Pack", "Placeholder",
+    "FusedBatchNormV3", "GatherV2", "Greater",
+    "Identity", "If", "Less", "LessEqual", "MatMul", "Mean", "Mul", "Neg", "NoOp", "Pack", "Placeholder",
     "Prod", "Range", "ReadVariableOp", "Reshape", "Rsqrt", "SelectV2", "Shape", "Sigmoid", "Slice",
     "Softmax", "SquaredDifference", "Squeeze", "StatefulPartitionedCall", "StopGradient",
     "StridedSlice", "Transpose",

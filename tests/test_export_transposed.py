@@ -1,7 +1,7 @@
 """Exports whose transformer blocks hold their feed-forward input kernels transposed
 (`serving_copy(..., transposed_feedforward=True)`): the same outputs as the plain export, the
-same core ops, a transposed product per block and half sequence (one in a classifier's last
-block), and the model left as it was."""
+same core ops, a transposed product per block and chain of inference, and the model left as
+it was."""
 
 import keras
 import numpy as np
@@ -23,9 +23,10 @@ LAYERS = tiny_model_config().num_layers
 
 
 def transposed_products_per_export(name):
-    """The transposed products an export adds: one per block and half sequence, but one in a
-    classifier's last block, which computes [CLS] alone."""
-    return 2 * LAYERS - (name in ("classifier", "regressor"))
+    """The transposed products an export adds: one per block and chain in each of inference's
+    two forms (the two halves of a batch, the two halves of a single sequence), but one in a
+    single sequence's last block of a classifier, which computes [CLS] alone."""
+    return 4 * LAYERS - (name in ("classifier", "regressor"))
 
 
 def transposed_products(signature):
@@ -46,7 +47,7 @@ def test_transposed_export_matches_the_plain_one(name, tmp_path):
     plain, transposed = (tf.saved_model.load(directory).signatures["serving_default"]
                          for directory in directories)
     # One [intermediate, H] kernel more per block is stored (besides the feed-forward output
-    # kernels of that shape), and used by both halves of the sequence.
+    # kernels of that shape), and used by both chains of inference.
     plain_shapes, transposed_shapes = (
         [tuple(shape) for _, shape in tf.train.list_variables(f"{directory}/variables/variables")]
         for directory in directories)

@@ -274,9 +274,9 @@ def with_keras_hub_layers(model):
 
     def keras_hub_call_on_halves(layer):
         def call_on_halves(halves, padding_mask=None):
-            whole = tf.concat(halves, axis=1)
-            return sequence_halves(keras_hub.layers.TransformerEncoder.call(
-                layer, whole, padding_mask=padding_mask, training=False))
+            outputs = keras_hub.layers.TransformerEncoder.call(
+                layer, tf.concat(halves, axis=1), padding_mask=padding_mask, training=False)
+            return (outputs,) if len(halves) == 1 else sequence_halves(outputs)
         return call_on_halves
 
     for layer in model._flatten_layers():

@@ -79,7 +79,8 @@ class TransformerLayer(keras_hub.layers.TransformerEncoder):
         """Inference on a sequence given as its two halves, `sequence_halves(inputs)`: [batch,
         half, H] and [batch, seq - half, H] -> the block's outputs for them, the same pair of
         shapes. An encoder passes the pair from block to block (no concatenation and slicing
-        between blocks); `call` in inference joins it.
+        between blocks); `call` in inference joins it. A 1-tuple, the whole sequence, gives the
+        block's outputs as a 1-tuple (an encoder's chain over one half of a batch).
 
         Each half runs through its own ops (each half's queries attend to all keys; the outputs
         are the whole block's), and the executor runs the two chains at once on its inter-op

@@ -652,17 +652,16 @@ def test_encoder_padding_ids_do_not_change_real_positions():
     assert np.abs(a[0, 5:] - b[0, 5:]).max() > 1e-3  # the padded positions themselves change
 
 
+@pytest.mark.parametrize("batch", [1, 2, 3])
 @pytest.mark.parametrize("seq", [1, 5, 8])
 @pytest.mark.parametrize("output_rows", [None, 1])
-def test_encoder_inference_passes_the_sequence_halves_between_blocks(seq, output_rows):
-    """In inference the blocks hand the sequence's two halves on to the next
-    (`TransformerLayer.call_on_halves`): the outputs are those of the blocks called one by one,
-    with or without a last block for the first position alone, and the only concatenations of
-    [batch, rows, H] activations are the halves' final join (each halved block's keys and
-    values are joined as [batch, heads, seq, d])."""
+def test_encoder_inference_outputs_are_the_blocks_called_one_by_one(batch, seq, output_rows):
+    """Inference runs as two chains (the batch's halves, or for one sequence the sequence's):
+    its outputs are those of the blocks called one by one, with or without a last block for
+    the first position alone, for odd batches and lengths and padded sequences."""
     enc = _encoder(num_layers=3)
-    ids = _ids(2, seq, 50, seed=13)
-    mask = tf.sequence_mask([seq, max(1, seq - 2)], seq, dtype=tf.int32)
+    ids = _ids(batch, seq, 50, seed=13)
+    mask = tf.sequence_mask([seq, max(1, seq - 2), 1][:batch], seq, dtype=tf.int32)
     segments = tf.zeros_like(ids)
     enc(ids, mask, segments)
 
@@ -674,17 +673,54 @@ def test_encoder_inference_passes_the_sequence_halves_between_blocks(seq, output
                       **({"query_rows": output_rows} if last else {}))
         return x
 
+    expected = block_by_block(ids).numpy()
     outputs = enc(ids, mask, segments, training=False, output_rows=output_rows)
-    assert outputs.shape == (2, output_rows or seq, 32)
-    np.testing.assert_allclose(outputs.numpy(), block_by_block(ids).numpy(), rtol=1e-6,
-                               atol=1e-6)
-    graph = tf.function(lambda ids: enc(ids, mask, segments, training=False,
-                                        output_rows=output_rows)).get_concrete_function(
-        tf.TensorSpec([None, None], tf.int32)).graph
-    concatenations = [op.outputs[0].shape.rank for op in graph.get_operations()
-                      if op.type == "ConcatV2" and op.outputs[0].dtype == tf.float32]
-    halved_blocks = 2 if output_rows else 3  # a last block for [CLS] projects keys whole
-    assert sorted(concatenations) == [3] + [4] * 2 * halved_blocks
+    assert outputs.shape == (batch, output_rows or seq, 32)
+    np.testing.assert_allclose(outputs.numpy(), expected, rtol=1e-6, atol=1e-6)
+    traced = tf.function(lambda ids, mask: enc(ids, mask, tf.zeros_like(ids), training=False,
+                                               output_rows=output_rows))
+    unknown = tf.TensorSpec([None, None], tf.int32)
+    np.testing.assert_allclose(traced.get_concrete_function(unknown, unknown)(ids, mask).numpy(),
+                               expected, rtol=1e-6, atol=1e-6)
+
+
+def _float_concatenations_and_softmaxes(function, *specs):
+    graph = tf.function(function).get_concrete_function(*specs).graph
+    operations = graph.get_operations()
+    return (sorted(op.outputs[0].shape.rank for op in operations
+                   if op.type == "ConcatV2" and op.outputs[0].dtype == tf.float32),
+            sum(op.type == "Softmax" for op in operations))
+
+
+@pytest.mark.parametrize("output_rows", [None, 1])
+def test_encoder_inference_chains_are_the_batch_halves_or_the_sequence_halves(output_rows):
+    """A batch of several sequences runs as its two halves, each through every block on its own
+    (one softmax per block and half, and the only concatenation of activations the final join);
+    a single sequence as the sequence's halves, which hand themselves on from block to block
+    (`TransformerLayer.call_on_halves`: each block joins the halves' keys and values as [batch,
+    heads, seq, d], and [batch, rows, H] activations are joined once). The call picks one by the
+    batch size at run time (one conditional in the graph)."""
+    enc = _encoder(num_layers=3)
+    enc.build()
+    unknown_ids = tf.TensorSpec([None, None], tf.int32)
+    activations = tf.TensorSpec([None, None, 32], tf.float32)
+    layers, last = enc.transformer_layers[:2], enc.transformer_layers[2]
+    if not output_rows:
+        layers, last = enc.transformer_layers, None
+    halved_blocks = len(layers)
+    batch_halves = _float_concatenations_and_softmaxes(
+        lambda x, mask: enc._on_batch_halves(x, mask, layers, last, output_rows),
+        activations, unknown_ids)
+    sequence_halves = _float_concatenations_and_softmaxes(
+        lambda x, mask: enc._on_sequence_halves(x, mask, layers, last, output_rows),
+        activations, unknown_ids)
+    assert batch_halves == ([3], 2 * len(enc.transformer_layers))
+    assert sequence_halves == ([3] + [4] * 2 * halved_blocks,
+                               2 * halved_blocks + (last is not None))
+    graph = tf.function(lambda ids, mask: enc(ids, mask, tf.zeros_like(ids), training=False,
+                                              output_rows=output_rows)
+                        ).get_concrete_function(unknown_ids, unknown_ids).graph
+    assert [op.type in ("If", "StatelessIf") for op in graph.get_operations()].count(True) == 1
 
 
 def test_encoder_config_round_trip():
