@@ -88,7 +88,8 @@ def run() -> int:
         overrides=FLAGS.override, init_checkpoint=FLAGS.init_checkpoint,
         assume_bert_vocabulary=FLAGS.assume_bert_vocabulary, strategy=FLAGS.strategy,
         tpu=FLAGS.tpu, mixed_precision=FLAGS.mixed_precision, jit_compile=FLAGS.jit_compile,
-        cpu_devices=FLAGS.cpu_devices, deterministic=FLAGS.deterministic, export=FLAGS.export,
+        cpu_devices=FLAGS.cpu_devices, cpu_chains=FLAGS.cpu_chains,
+        deterministic=FLAGS.deterministic, export=FLAGS.export,
         preemption=preemption)
     if result.status == "finished":
         _print_summary(result)

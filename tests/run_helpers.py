@@ -83,7 +83,8 @@ def without_extension_module_list(stderr: str) -> str:
 
 # Flags that change what a process can do for the rest of its life (op determinism, logical
 # devices) or that only absl.app handles: such runs need run_cli's fresh process.
-_NEEDS_A_PROCESS = ("--deterministic", "--cpu_devices", "--help", "--helpfull", "--helpshort")
+_NEEDS_A_PROCESS = ("--deterministic", "--cpu_devices", "--cpu_chains", "--help", "--helpfull",
+                    "--helpshort")
 
 
 def run_in_process(args, module="electra_tf.run_pretraining", cwd=REPO):
@@ -97,7 +98,8 @@ def run_in_process(args, module="electra_tf.run_pretraining", cwd=REPO):
     returncode, an exception a traceback on stderr and returncode 1. What a run changes in the
     process is put back after: absl's flags, the SIGTERM handler, the Keras dtype policy, the
     global random states, the working directory. Runs that change what cannot be put back
-    (--deterministic, --cpu_devices) or that test absl.app itself (--help) need run_cli.
+    (--deterministic, --cpu_devices, --cpu_chains) or that test absl.app itself (--help) need
+    run_cli.
     """
     args = [str(a) for a in args]
     refused = [a for a in args if a.split("=", 1)[0] in _NEEDS_A_PROCESS]

@@ -93,6 +93,18 @@ def test_glue_rte_with_trials_predictions_and_export(init_dir, tmp_path):
 
 
 @pytest.mark.slow
+def test_glue_rte_with_cpu_chains(init_dir, tmp_path):
+    write_rte(tmp_path / "glue" / "RTE")
+    result = finetune_cli("--task", "glue/rte", "--data_dir", str(tmp_path / "glue"),
+                          "--init_checkpoint", init_dir, "--model_dir", str(tmp_path / "rte"),
+                          "--cpu_chains", "2", "--noexport", *SMALL_RUN)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "dev dev accuracy:" in result.stdout
+    trial = json.loads((tmp_path / "rte" / "results.json").read_text())
+    assert trial["steps"] == 3
+
+
+@pytest.mark.slow
 def test_several_tasks_run_one_after_the_other(init_dir, tmp_path):
     write_rte(tmp_path / "glue" / "RTE")
     write_rte(tmp_path / "glue" / "WNLI", labels=("0", "1"))

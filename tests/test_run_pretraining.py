@@ -118,6 +118,16 @@ def test_mirrored_run_trains_and_checkpoints(fixture_data, tmp_path):
 
 
 @pytest.mark.slow
+def test_cpu_chains_run_trains_and_checkpoints(fixture_data, tmp_path):
+    data, vocab = fixture_data
+    result = run_cli(cli_args(data, vocab, tmp_path / "run", 10, "--cpu_chains", "2",
+                              "--noexport"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "2 chains side by side" in result.stderr
+    assert tf.train.latest_checkpoint(str(tmp_path / "run" / "checkpoints")).endswith("ckpt-10")
+
+
+@pytest.mark.slow
 def test_mirrored_run_accumulates_micro_batches(fixture_data, tmp_path):
     data, vocab = fixture_data
     mirrored = ["--strategy", "mirrored", "--cpu_devices", "2", "--noexport"]

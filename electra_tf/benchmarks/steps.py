@@ -85,6 +85,10 @@ flags.DEFINE_bool("transposed_feedforward", False, "--task infer: time the expor
                   "feed-forward input kernels stored transposed (export_savedmodel "
                   "--transposed_feedforward).")
 flags.DEFINE_integer("threads", 0, "TensorFlow intra-op threads (0: TensorFlow's default).")
+flags.DEFINE_integer("chains", 1, "pretrain, classify, qa: run each step's batch as this many "
+                     "chains of ops side by side, with cores / chains intra-op threads unless "
+                     "--threads says otherwise (run_pretraining and run_finetuning "
+                     "--cpu_chains).")
 flags.DEFINE_multi_string("override", [], "Config overrides, section.key=value.")
 flags.DEFINE_enum("task", "pretrain", ["pretrain", "classify", "qa", "infer"],
                   "pretrain: the replaced-token-detection step; classify: one fine-tuning step of "
@@ -131,6 +135,9 @@ def main(argv):
     import keras
     import tensorflow as tf
 
+    from electra_tf.training.distribution import use_cpu_chains  # lazy: imports TensorFlow
+
+    use_cpu_chains(FLAGS.chains)
     if FLAGS.threads:
         tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
 
@@ -146,7 +153,9 @@ def main(argv):
               **cpu_description(), "onednn": onednn_enabled(),
               "task": FLAGS.task, "size": FLAGS.size, "batch": FLAGS.batch, "seq": FLAGS.seq,
               "gradient_accumulation_steps": FLAGS.gradient_accumulation_steps,
-              "precision": FLAGS.precision, "threads": FLAGS.threads or "default"}
+              "precision": FLAGS.precision,
+              "threads": FLAGS.threads or ("cores / chains" if FLAGS.chains > 1 else "default"),
+              "chains": FLAGS.chains}
     matmul_dtype = MATMUL_DTYPES[FLAGS.precision]
     if FLAGS.task == "infer":
         record["serving_dtype"] = FLAGS.serving_dtype

@@ -9,6 +9,13 @@ saving. The update equals the whole batch's when `loss_fn`'s losses add up to th
 batch's loss, i.e. when every mean divides by a denominator counted over the whole batch (and
 all replicas) before the loop; the models' `train_step`s do that. With k = 1 it is one
 `GradientTape` over the batch, the plain training step.
+
+`chains` (c) cuts each micro-batch again, into c slices whose losses are summed under one tape:
+c independent chains of ops, forward and backward, joined only where their gradients are
+added, which TensorFlow's executor runs side by side on its inter-op threads. That is for CPUs:
+with one intra-op thread per chain (TensorFlow's intra-op threads set to cores / c) every op
+runs on one core without a thread pool's synchronization, and ELECTRA-Small's training steps
+ran 1.11-1.16x as fast on two cores (docs/performance.md, "Two chains on two cores").
 """
 
 from __future__ import annotations
@@ -16,35 +23,36 @@ from __future__ import annotations
 import tensorflow as tf
 
 
-def split_micro_batches(batch, num_micro_batches: int):
+def split_micro_batches(batch, num_micro_batches: int, parts: str = "micro-batches"):
     """The nest `batch` of [B, ...] tensors with each tensor as [k, B / k, ...]; ValueError
-    when k does not divide a static B."""
+    when k does not divide a static B (naming the k `parts`)."""
     def split(value):
         value = tf.convert_to_tensor(value)
         rows = value.shape[0]
         if rows is not None and rows % num_micro_batches:
-            raise ValueError(f"gradient accumulation over {num_micro_batches} micro-batches "
-                             f"needs a per-replica batch that it divides; got {rows} rows")
+            raise ValueError(f"{num_micro_batches} {parts} need a per-replica batch (or "
+                             f"micro-batch) that {num_micro_batches} divides; got {rows} rows")
         return tf.reshape(value, tf.concat([[num_micro_batches, -1], tf.shape(value)[1:]], 0))
     return tf.nest.map_structure(split, batch)
 
 
-def accumulated_gradients(loss_fn, batch, num_micro_batches: int, variables):
+def accumulated_gradients(loss_fn, batch, num_micro_batches: int, variables, chains: int = 1):
     """(gradients, sums): the gradients of `loss_fn`'s loss with respect to `variables` and
-    its other outputs (a nest of scalars), each summed over the k micro-batches of `batch`.
+    its other outputs (a nest of scalars), each summed over the k micro-batches of `batch`,
+    each micro-batch run as `chains` slices side by side.
 
     `loss_fn(micro_batch) -> (loss, nest of scalars)`. A variable without a gradient on the
     first micro-batch gets None, as `tape.gradient` gives it."""
     if num_micro_batches == 1:
         with tf.GradientTape() as tape:
-            loss, sums = loss_fn(batch)
+            loss, sums = _chained(loss_fn, batch, chains)
         return tape.gradient(loss, variables), sums
     micro_batches = split_micro_batches(batch, num_micro_batches)
 
     def run(index):
         piece = tf.nest.map_structure(lambda value: value[index], micro_batches)
         with tf.GradientTape() as tape:
-            loss, sums = loss_fn(piece)
+            loss, sums = _chained(loss_fn, piece, chains)
         return tape.gradient(loss, variables), sums
 
     first, sums = run(0)
@@ -63,3 +71,17 @@ def accumulated_gradients(loss_fn, batch, num_micro_batches: int, variables):
     for i, total in zip(present, dense):
         gradients[i] = total
     return gradients, sums
+
+
+def _chained(loss_fn, batch, chains):
+    """`loss_fn`'s (loss, sums) over `batch`, computed as the sums of its values on `chains`
+    consecutive slices of the batch (each its own chain of ops); ValueError when `chains`
+    does not divide a static batch."""
+    if chains == 1:
+        return loss_fn(batch)
+    pieces = split_micro_batches(batch, chains, "parallel chains")
+    results = [loss_fn(tf.nest.map_structure(lambda value: value[index], pieces))
+               for index in range(chains)]
+    return (tf.add_n([loss for loss, _ in results]),
+            tf.nest.map_structure(lambda *values: tf.add_n(list(values)),
+                                  *[sums for _, sums in results]))

@@ -356,7 +356,8 @@ class ElectraPretrainer(ReplicatedModel):
 
         variables = self.trainable_variables
         gradients, sums = accumulated_gradients(micro_batch_loss, batch,
-                                                self.gradient_accumulation_steps, variables)
+                                                self.gradient_accumulation_steps, variables,
+                                                self.parallel_chains)
         self.optimizer.apply(gradients, variables)
         return self._finish_step(by_name, self.global_losses(batch, sums, denominators))
 

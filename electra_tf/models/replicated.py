@@ -18,9 +18,15 @@ class ReplicatedModel(keras.Model):
     `gradient_accumulation_steps` (k, default 1): each training step's batch runs as k
     micro-batches of batch / k (`accumulation.py`) and makes one optimizer update, equal to
     the update of the whole batch; set it before `fit` (`run.gradient_accumulation_steps`,
-    `finetune.gradient_accumulation_steps`)."""
+    `finetune.gradient_accumulation_steps`).
+
+    `parallel_chains` (c, default 1): each micro-batch runs as c slices, independent chains of
+    ops side by side in one step (`accumulation.py`), the same update; on a CPU, with
+    TensorFlow's intra-op threads set to cores / c before it starts (`--cpu_chains`,
+    `electra_tf.training.distribution.use_cpu_chains`), a faster one. Set it before `fit`."""
 
     gradient_accumulation_steps = 1
+    parallel_chains = 1
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         # Keras pulls a batch and averages it across replicas to trace a build, which fails on

@@ -150,7 +150,7 @@ class TaskModel(ReplicatedModel):
         variables = self.trainable_variables
         gradients, local_sum = accumulated_gradients(
             micro_batch_loss, (inputs, labels, sample_weight), self.gradient_accumulation_steps,
-            variables)
+            variables, self.parallel_chains)
         self.optimizer.apply(gradients, variables)
         self.loss_tracker.update_state(cross_replica_sum(local_sum) / global_count)
         return self.logged({m.name: m.result() for m in self.metrics})

@@ -31,6 +31,7 @@ from electra_tf.text import vocab_learning
 from electra_tf.errors import UserError
 from electra_tf.export import export_discriminator
 from electra_tf.models import build_pretrainer
+from electra_tf.models.replicated import ReplicatedModel
 from electra_tf.training import callbacks, checkpointing, distribution, loop, phases
 from electra_tf.training.curves import plot_pretraining_curves
 from electra_tf.training.optimizer import create_optimizer
@@ -177,7 +178,8 @@ def pretrain(*, config: str | None = None, data: str | None = None,
              assume_bert_vocabulary: bool = False,
              strategy: str | tf.distribute.Strategy = "auto", tpu: str | None = None,
              mixed_precision: str = "none", jit_compile: bool | None = None,
-             cpu_devices: int = 0, deterministic: bool = False, export: bool = True,
+             cpu_devices: int = 0, cpu_chains: int = 1, deterministic: bool = False,
+             export: bool = True,
              stop_at_step: int | None = None, phase_data: Mapping[int, str] | None = None,
              phase_eval_data: Mapping[int, str] | None = None,
              preemption: callbacks.Preemption | None = None) -> PretrainResult:
@@ -208,6 +210,8 @@ def pretrain(*, config: str | None = None, data: str | None = None,
       mixed_precision: "none", "bf16" or "fp16".
       jit_compile: XLA for the train step (None: on TPU and GPU, off on CPU).
       cpu_devices: split the CPU into this many logical devices (before TensorFlow starts).
+      cpu_chains: run each step's batch as this many chains of ops, one intra-op thread per
+        core / chains (`distribution.use_cpu_chains`; before TensorFlow starts).
       deterministic: TensorFlow op determinism (bitwise-reproducible runs and resumes).
       export: write the discriminator's SavedModel under model_dir/export/<step>.
       stop_at_step: stop (and save) at this step, with the learning-rate schedule of the whole
@@ -231,6 +235,7 @@ def pretrain(*, config: str | None = None, data: str | None = None,
     if tf.io.gfile.exists(model_dir) and not tf.io.gfile.isdir(model_dir):
         raise RunError(f"--model_dir {model_dir} is an existing file, not a directory")
     distribution.split_cpu(cpu_devices)
+    distribution.use_cpu_chains(cpu_chains)
     if deterministic:
         tf.config.experimental.enable_op_determinism()
     if stop_at_step is not None and stop_at_step < 1:
@@ -382,6 +387,8 @@ def _train(stage: _Stage, config_name, strategy, init_checkpoint, jit_compile, e
         micro = (f" ({accumulation} micro-batches of "
                  f"{config.run.train_batch_size // accumulation} per update)"
                  if accumulation > 1 else "")
+        chains = ReplicatedModel.parallel_chains  # distribution.use_cpu_chains
+        micro += f", {chains} chains side by side" if chains > 1 else ""
         return (f"training {config_name}{f' {stage.label}' if stage.label else ''} "
                 f"({type(strategy).__name__}, "
                 f"{'XLA' if jit_compile else 'no XLA'}) from step {start} to {total}"

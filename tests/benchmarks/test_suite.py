@@ -42,6 +42,35 @@ def test_table_puts_each_workload_against_its_references():
     assert not any(line.startswith("| classification") for line in lines)  # not run
 
 
+def test_serving_variants_are_held_against_the_torch_run_of_their_batch_in_each_round():
+    plain = [(OURS_SERVE, {"tokens_per_s": 3200.0}), (OURS_SERVE, {"tokens_per_s": 4266.7})]
+    variant = [(OURS_SERVE, None), (OURS_SERVE, None)]
+    label = f"| {ROWS['serve_b32_intra1'][0]} |"
+
+    def row(results):
+        lines = table(results, machine_line([OURS_SERVE]), []).splitlines()
+        return next(line for line in lines if line.startswith(label))
+
+    # round by round 6400 / 3200 and 6400 / 4266.7; the torch value itself is the plain row's
+    assert "| 6,400 tokens/s |  | 1.75x (1.50-2.00) |" in row(
+        {"serve_b32": plain, "serve_b32_intra1": variant})
+    # without the plain row of its batch size (here batch 1's), no torch ratio
+    assert "| 6,400 tokens/s |  |  |" in row(
+        {"serve_b1": [(OURS_SERVE, {"median_step_s": 0.030})], "serve_b32_intra1": variant})
+
+
+def test_chains_rows_are_held_against_their_tasks_torch_run_in_each_round():
+    ours = dict(OURS_PRETRAIN, tokens_per_s=3300.0)
+    results = {"classify": [(OURS_PRETRAIN, {"tokens_per_s": 1500.0}),
+                            (OURS_PRETRAIN, {"tokens_per_s": 2200.0})],
+               "classify_chains": [(ours, None), (ours, None)],
+               "qa_chains": [(ours, None)]}  # qa's plain row did not run
+    lines = table(results, machine_line([OURS_PRETRAIN]), []).splitlines()
+    chains = [line for line in lines if "--cpu_chains 2" in line]
+    assert "| 3,300 tokens/s (50% of peak) |  | 1.85x (1.50-2.20) |" in chains[0]
+    assert "| 3,300 tokens/s (50% of peak) |  |  |" in chains[1]
+
+
 def test_table_says_when_onnx_runtime_failed():
     results = {"serve_b1": [(OURS_SERVE, {"median_step_s": 0.030})]}
     onnx = [{"1": {"error": "No module named 'onnxruntime'"}}]

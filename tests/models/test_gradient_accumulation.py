@@ -42,7 +42,7 @@ def _dataset(batches):
 
 
 def _pretrainer(objective_config, weights=None, accumulation=1, strategy=None, jit_compile=False,
-                **optimizer):
+                chains=1, **optimizer):
     optimizer = {"epsilon": 1e-2, **optimizer}
     config = tiny_model_config(hidden_dropout=0.0, attention_dropout=0.0)
     with (strategy or tf.distribute.get_strategy()).scope():
@@ -50,9 +50,22 @@ def _pretrainer(objective_config, weights=None, accumulation=1, strategy=None, j
         if weights is not None:
             model.set_weights(weights)
         model.gradient_accumulation_steps = accumulation
+        model.parallel_chains = chains
         model.compile(optimizer=create_optimizer(fast_optimizer_config(**optimizer)),
                       jit_compile=jit_compile)
     return model
+
+
+def _assert_trains_alike(whole, other, dataset):
+    """Fits both models for one epoch of `dataset()`: the same updates (optimizer steps) and
+    weights, and the same logs, losses and metrics."""
+    whole_logs = whole.fit(dataset(), epochs=1, verbose=0).history
+    other_logs = other.fit(dataset(), epochs=1, verbose=0).history
+    assert int(other.optimizer.iterations.numpy()) == UPDATES  # updates, not micro-batches
+    for a, b in zip(whole.trainable_variables, other.trainable_variables):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), atol=1e-5, rtol=0, err_msg=a.path)
+    for key, values in whole_logs.items():  # losses and token metrics alike
+        np.testing.assert_allclose(other_logs[key], values, rtol=1e-5, atol=1e-6, err_msg=key)
 
 
 OBJECTIVES = {
@@ -78,13 +91,16 @@ def test_the_accumulated_gradient_is_the_whole_batchs():
 
     variables = model.trainable_variables
     whole, whole_sums = accumulated_gradients(loss_fn, batch, 1, variables)
-    parts, part_sums = accumulated_gradients(loss_fn, batch, 4, variables)
-    for key in whole_sums:  # the same samples, so the same losses
-        np.testing.assert_allclose(part_sums[key], whole_sums[key], rtol=1e-6, err_msg=key)
-    for variable, a, b in zip(variables, whole, parts):
-        a, b = tf.convert_to_tensor(a).numpy(), tf.convert_to_tensor(b).numpy()
-        np.testing.assert_allclose(b, a, rtol=0, atol=1e-5 * np.abs(a).max() + 1e-12,
-                                   err_msg=variable.path)
+    # 4 micro-batches; 2 chains of 16 side by side; 2 micro-batches of 2 chains of 8
+    for micro_batches, chains in ((4, 1), (1, 2), (2, 2)):
+        parts, part_sums = accumulated_gradients(loss_fn, batch, micro_batches, variables,
+                                                 chains)
+        for key in whole_sums:  # the same samples, so the same losses
+            np.testing.assert_allclose(part_sums[key], whole_sums[key], rtol=1e-6, err_msg=key)
+        for variable, a, b in zip(variables, whole, parts):
+            a, b = tf.convert_to_tensor(a).numpy(), tf.convert_to_tensor(b).numpy()
+            np.testing.assert_allclose(b, a, rtol=0, atol=1e-5 * np.abs(a).max() + 1e-12,
+                                       err_msg=f"{variable.path}, {micro_batches} x {chains}")
 
 
 @pytest.mark.slow
@@ -94,15 +110,33 @@ def test_four_micro_batches_of_eight_update_as_one_batch_of_32(name):
     keras.utils.set_random_seed(0)
     whole = _pretrainer(OBJECTIVES[name])
     accumulated = _pretrainer(OBJECTIVES[name], whole.get_weights(), accumulation=4)
-    whole_logs = whole.fit(_dataset(batches), epochs=1, verbose=0).history
-    accumulated_logs = accumulated.fit(_dataset(batches), epochs=1, verbose=0).history
+    _assert_trains_alike(whole, accumulated, lambda: _dataset(batches))
 
-    assert int(accumulated.optimizer.iterations.numpy()) == UPDATES  # updates, not micro-batches
-    for a, b in zip(whole.trainable_variables, accumulated.trainable_variables):
-        np.testing.assert_allclose(b.numpy(), a.numpy(), atol=1e-5, rtol=0, err_msg=a.path)
-    for key, values in whole_logs.items():  # losses and token metrics alike
-        np.testing.assert_allclose(accumulated_logs[key], values, rtol=1e-5, atol=1e-6,
-                                   err_msg=key)
+
+@pytest.mark.parametrize("accumulation", [1, 2])
+def test_two_chains_update_as_one_batch(accumulation):
+    """`parallel_chains`: the batch (or each micro-batch) as two chains side by side in one
+    step, the same updates and logs as the batch at once."""
+    batches = _batches()
+    keras.utils.set_random_seed(0)
+    whole = _pretrainer(OBJECTIVES["electra"])
+    chained = _pretrainer(OBJECTIVES["electra"], whole.get_weights(), accumulation=accumulation,
+                          chains=2)
+    _assert_trains_alike(whole, chained, lambda: _dataset(batches))
+
+
+def test_two_chains_run_each_block_twice_in_one_step():
+    """Two chains have ops of their own: the step's graph has twice the attention softmaxes of
+    the one-chain step."""
+    keras.utils.set_random_seed(0)
+    model = _pretrainer(OBJECTIVES["electra_uniform"])
+    batch = {key: tf.constant(value) for key, value in _batches()[0].items()}
+    softmaxes = {}
+    for chains in (1, 2):
+        model.parallel_chains = chains
+        graph = tf.function(model.train_step).get_concrete_function(batch).graph
+        softmaxes[chains] = sum(op.type == "Softmax" for op in graph.get_operations())
+    assert softmaxes[2] == 2 * softmaxes[1] > 0
 
 
 @pytest.mark.slow
@@ -151,9 +185,12 @@ def test_gradients_are_clipped_after_accumulation():
 
 
 def test_a_batch_the_micro_batch_count_does_not_divide_is_refused():
-    with pytest.raises(ValueError, match="over 3 micro-batches needs a per-replica batch that "
-                                         "it divides; got 8 rows"):
+    with pytest.raises(ValueError, match=r"3 micro-batches need a per-replica batch \(or "
+                                         r"micro-batch\) that 3 divides; got 8 rows"):
         split_micro_batches({"input_ids": tf.zeros([8, 4])}, 3)
+    with pytest.raises(ValueError, match="3 parallel chains need"):
+        accumulated_gradients(lambda piece: (tf.reduce_sum(piece["x"]), {}),
+                              {"x": tf.zeros([8, 4])}, 1, [], chains=3)
 
 
 def test_accumulated_gradients_sum_the_micro_batches_and_keep_missing_gradients_none():
@@ -170,7 +207,7 @@ def test_accumulated_gradients_sum_the_micro_batches_and_keep_missing_gradients_
     assert gradients[1] is None and float(sums["rows"]) == 6.0
 
 
-def _task_model(kind, weights=None, accumulation=1):
+def _task_model(kind, weights=None, accumulation=1, chains=1):
     from electra_tf.models.classifier import ElectraClassifier
     from electra_tf.models.question_answerer import ElectraQuestionAnswerer
 
@@ -180,6 +217,7 @@ def _task_model(kind, weights=None, accumulation=1):
     if weights is not None:
         model.set_weights(weights)
     model.gradient_accumulation_steps = accumulation
+    model.parallel_chains = chains
     model.compile(optimizer=create_optimizer(fast_optimizer_config(epsilon=1e-2)),
                   jit_compile=False)
     return model
@@ -206,15 +244,10 @@ def _task_batches(kind):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["classifier", "question_answerer"])
-def test_fine_tuning_accumulates_as_the_whole_batch(kind):
+@pytest.mark.parametrize("accumulation, chains", [(4, 1), (1, 2)])
+def test_fine_tuning_accumulates_as_the_whole_batch(kind, accumulation, chains):
     keras.utils.set_random_seed(0)
     whole = _task_model(kind)
-    accumulated = _task_model(kind, whole.get_weights(), accumulation=4)
-    whole_logs = whole.fit(_task_batches(kind), epochs=1, verbose=0).history
-    accumulated_logs = accumulated.fit(_task_batches(kind), epochs=1, verbose=0).history
-    assert int(accumulated.optimizer.iterations.numpy()) == UPDATES
-    for a, b in zip(whole.trainable_variables, accumulated.trainable_variables):
-        np.testing.assert_allclose(b.numpy(), a.numpy(), atol=1e-5, rtol=0, err_msg=a.path)
-    for key, values in whole_logs.items():
-        np.testing.assert_allclose(accumulated_logs[key], values, rtol=1e-5, atol=1e-6,
-                                   err_msg=key)
+    accumulated = _task_model(kind, whole.get_weights(), accumulation=accumulation,
+                              chains=chains)
+    _assert_trains_alike(whole, accumulated, lambda: _task_batches(kind))

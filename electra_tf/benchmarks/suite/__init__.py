@@ -42,6 +42,10 @@ ROWS = {
     "pretrain_xla256": ("the same, with `XLA_FLAGS=--xla_cpu_prefer_vector_width=256`",
                         ["--batch", "32", "--seq", "128", "--steps", "5", "--nopeak"], None,
                         "tokens_per_s"),
+    "pretrain_chains": ("pretraining step, fp32, with --cpu_chains 2 (two chains of ops, one intra-op thread "
+                        "each)",
+                        ["--batch", "32", "--seq", "128", "--steps", "5", "--nopeak", "--chains",
+                         "2"], None, "tokens_per_s"),
     "pretrain_bf16": ("pretraining step, batch 32 x 128, bf16 (torch: autocast)",
                       ["--batch", "32", "--seq", "128", "--steps", "5", "--precision", "bf16"],
                       ["--batch", "32", "--seq", "128", "--steps", "5", "--bf16"],
@@ -53,6 +57,9 @@ ROWS = {
                  ["--task", "classify", "--batch", "32", "--seq", "128", "--steps", "10"],
                  ["--task", "classify", "--batch", "32", "--seq", "128", "--steps", "10"],
                  "tokens_per_s"),
+    "classify_chains": ("the same, with --cpu_chains 2",
+                        ["--task", "classify", "--batch", "32", "--seq", "128", "--steps", "10",
+                         "--nopeak", "--chains", "2"], None, "tokens_per_s"),
     "classify_bf16": ("classification fine-tuning step, batch 32 x 128, bf16 (torch: autocast)",
                       ["--task", "classify", "--batch", "32", "--seq", "128", "--steps", "10",
                        "--precision", "bf16"],
@@ -61,6 +68,9 @@ ROWS = {
     "qa": ("SQuAD fine-tuning step, batch 16 x 384",
            ["--task", "qa", "--batch", "16", "--seq", "384", "--steps", "10"],
            ["--task", "qa", "--batch", "16", "--seq", "384", "--steps", "10"], "tokens_per_s"),
+    "qa_chains": ("the same, with --cpu_chains 2",
+                  ["--task", "qa", "--batch", "16", "--seq", "384", "--steps", "10", "--nopeak",
+                   "--chains", "2"], None, "tokens_per_s"),
     "qa_bf16": ("SQuAD fine-tuning step, batch 16 x 384, bf16 (torch: autocast)",
                 ["--task", "qa", "--batch", "16", "--seq", "384", "--steps", "10", "--precision",
                  "bf16"],
@@ -214,7 +224,11 @@ def table(results, machine, onnx_rounds):
 
     `results` maps a row's name to its rounds, each (our record, torch's record or None);
     `onnx_rounds` has one `onnxruntime_records` dict per round (or none). A cell is the median
-    round's value; a ratio is the median of the rounds' own ratios (`_ratio_cell`)."""
+    round's value; a ratio is the median of the rounds' own ratios (`_ratio_cell`). A serving
+    row without a torch run of its own (another export or thread setting) is held against the
+    torch run of its batch size's plain row (`serve_b1`, `serve_b32`) in the same round, and a
+    `_chains` row against its task's plain row's (`classify_chains` against `classify`'s),
+    where that row ran: its ratio is filled, its torch cell left to that row."""
     lines = [f"{machine}", "",
              "| workload | electra_tf | PyTorch + transformers | speed vs torch | ONNX Runtime "
              "| speed vs ONNX Runtime |", "|---|---|---|---|---|---|"]
@@ -225,10 +239,15 @@ def table(results, machine, onnx_rounds):
         batch = ("1" if name.startswith("serve_b1") else "32" if name.startswith("serve_b32")
                  else None)
         torch_ratios, onnx_ratios, torch_records, onnx_records = [], [], [], []
+        plain_rounds = results.get(f"serve_b{batch}" if batch else name.removesuffix("_chains"),
+                                   []) if batch or name.endswith("_chains") else []
         for index, (ours, reference) in enumerate(rounds):
             if reference is not None:
                 torch_records.append(reference)
                 torch_ratios.append(_ratio(ours, _reference_value(reference, rate), rate))
+            elif index < len(plain_rounds) and plain_rounds[index][1] is not None:
+                torch_ratios.append(_ratio(
+                    ours, _reference_value(plain_rounds[index][1], rate), rate))
             onnx = onnx_rounds[index].get(batch) if batch and index < len(onnx_rounds) else None
             if onnx is not None:
                 onnx_records.append(onnx)
