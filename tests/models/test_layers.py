@@ -720,7 +720,20 @@ def test_encoder_inference_chains_are_the_batch_halves_or_the_sequence_halves(ou
     graph = tf.function(lambda ids, mask: enc(ids, mask, tf.zeros_like(ids), training=False,
                                               output_rows=output_rows)
                         ).get_concrete_function(unknown_ids, unknown_ids).graph
-    assert [op.type in ("If", "StatelessIf") for op in graph.get_operations()].count(True) == 1
+    conditionals = [op for op in graph.get_operations() if op.type in ("If", "StatelessIf")]
+    assert len(conditionals) == 1
+    # batch > 1 takes the batch halves (one softmax per block and half), else the sequence's
+    functions = {function.signature.name: function
+                 for function in graph.as_graph_def().library.function}
+
+    def branch_softmaxes(attribute):
+        branch = functions[conditionals[0].get_attr(attribute).name]
+        return sum(node.op == "Softmax" for node in branch.node_def)
+
+    assert (branch_softmaxes("then_branch"), branch_softmaxes("else_branch")) == (
+        batch_halves[1], sequence_halves[1])
+    predicate = conditionals[0].inputs[0].op
+    assert predicate.type == "Greater" and tf.get_static_value(predicate.inputs[1]) == 1
 
 
 def test_encoder_config_round_trip():
