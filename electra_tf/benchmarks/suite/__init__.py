@@ -219,6 +219,14 @@ def _value_cell(record, value, rate):
     return f"{value:.1f} ms" if rate == "latency" else f"{value:,.0f} tokens/s"
 
 
+def _plain_row(name, batch):
+    """The row whose torch run a row without one is held against: its batch size's plain
+    serving row, or a `_chains` row's task; None for the others."""
+    if batch:
+        return f"serve_b{batch}"
+    return name.removesuffix("_chains") if name.endswith("_chains") else None
+
+
 def table(results, machine, onnx_rounds):
     """Markdown: one row per workload: ours, torch, their ratio, and ONNX Runtime where run.
 
@@ -239,8 +247,7 @@ def table(results, machine, onnx_rounds):
         batch = ("1" if name.startswith("serve_b1") else "32" if name.startswith("serve_b32")
                  else None)
         torch_ratios, onnx_ratios, torch_records, onnx_records = [], [], [], []
-        plain_rounds = results.get(f"serve_b{batch}" if batch else name.removesuffix("_chains"),
-                                   []) if batch or name.endswith("_chains") else []
+        plain_rounds = results.get(_plain_row(name, batch), [])
         for index, (ours, reference) in enumerate(rounds):
             if reference is not None:
                 torch_records.append(reference)
