@@ -220,14 +220,20 @@ class RunConfig:
 
 
 def check_accumulation(batch_size: int, accumulation_steps: int, prefix: str,
-                       replicas: int = 1) -> None:
-    """ConfigError unless the batch splits into `replicas` x `accumulation_steps` equal parts."""
+                       replicas: int = 1, chains: int = 1) -> None:
+    """ConfigError unless the batch splits into `replicas` x `accumulation_steps` equal parts,
+    each of which splits again into `chains` (--cpu_chains) equal slices."""
+    across = f" on each of {replicas} replicas" if replicas > 1 else ""
     if batch_size % (replicas * accumulation_steps):
-        across = f" on each of {replicas} replicas" if replicas > 1 else ""
         raise ConfigError(
             f"{prefix}.gradient_accumulation_steps {accumulation_steps} does not divide the "
             f"batch{across}: {prefix}.train_batch_size {batch_size} must be a multiple of "
             f"{replicas * accumulation_steps}")
+    if batch_size % (replicas * accumulation_steps * chains):
+        raise ConfigError(
+            f"--cpu_chains {chains} does not divide each micro-batch{across}: "
+            f"{prefix}.train_batch_size {batch_size} (gradient_accumulation_steps "
+            f"{accumulation_steps}) must be a multiple of {replicas * accumulation_steps * chains}")
 
 
 def require_positive(section, prefix: str, names) -> None:

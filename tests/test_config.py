@@ -388,6 +388,21 @@ def test_fine_tuning_gradient_accumulation_steps_must_divide_the_batch():
         apply_overrides(FinetuneConfig(), ["finetune.gradient_accumulation_steps=3"]).validate()
 
 
+def test_cpu_chains_must_divide_each_micro_batch():
+    from electra_tf.config import ConfigError, check_accumulation
+
+    check_accumulation(32, 2, "run", replicas=2, chains=2)  # 8 rows a micro-batch, 4 a chain
+    with pytest.raises(ConfigError, match=r"--cpu_chains 3 does not divide each micro-batch: "
+                                          r"finetune.train_batch_size 32 \(gradient_accumulation_"
+                                          r"steps 2\) must be a multiple of 6"):
+        check_accumulation(32, 2, "finetune", chains=3)
+    with pytest.raises(ConfigError, match="micro-batch on each of 2 replicas: run.train_batch_size "
+                                          "8 .* must be a multiple of 16"):
+        check_accumulation(8, 2, "run", replicas=2, chains=4)
+    with pytest.raises(ConfigError, match="gradient_accumulation_steps 3 does not divide"):
+        check_accumulation(8, 3, "run", chains=2)  # accumulation's own message comes first
+
+
 @pytest.mark.parametrize("name, paper, changed", [
     ("electra_small_plus", "electra_small", {"model.generator_fraction": 1.0,
                                              "optimizer.train_steps": 4000000,

@@ -227,6 +227,20 @@ def test_bad_input_is_one_error_line_and_nothing_is_overwritten(case, init_dir, 
     assert sorted(os.listdir(model_dir)) == ["config.yaml"]
 
 
+def test_cpu_chains_that_do_not_divide_the_batch(init_dir, tmp_path, monkeypatch):
+    # As `--cpu_chains 3` leaves it, without changing this process's intra-op threads.
+    from electra_tf.models.replicated import ReplicatedModel
+
+    monkeypatch.setattr(ReplicatedModel, "parallel_chains", 3)
+    write_rte(tmp_path / "glue" / "RTE")
+    result = finetune_main("--task", "glue/rte", "--data_dir", str(tmp_path / "glue"),
+                           "--init_checkpoint", init_dir, "--model_dir", str(tmp_path / "rte"),
+                           *SMALL_RUN)
+    assert_one_line_error(result, "--cpu_chains 3 does not divide each micro-batch: "
+                                  "finetune.train_batch_size 8")
+    assert not (tmp_path / "rte").exists()
+
+
 def test_demo_without_the_pretraining_demo_says_what_to_run(tmp_path):
     # The demo reads runs/ relative to the working directory: run it from an empty one.
     assert_one_line_error(finetune_main(cwd=tmp_path), "python -m electra_tf.run_pretraining",

@@ -375,3 +375,16 @@ def test_accumulation_steps_that_do_not_divide_the_batch(fixture_data, tmp_path)
     assert ("run.gradient_accumulation_steps 3 does not divide the batch: "
             "run.train_batch_size 8 must be a multiple of 3") in error, error
     assert not model_dir.exists()
+
+
+def test_cpu_chains_that_do_not_divide_the_batch(fixture_data, tmp_path, monkeypatch):
+    # As `--cpu_chains 3` leaves it, without changing this process's intra-op threads.
+    from electra_tf.models.replicated import ReplicatedModel
+
+    monkeypatch.setattr(ReplicatedModel, "parallel_chains", 3)
+    data, vocab = fixture_data
+    model_dir = tmp_path / "model"
+    error, _ = _run_refused(cli_args(data, vocab, model_dir, 20))
+    assert ("--cpu_chains 3 does not divide each micro-batch: run.train_batch_size 8 "
+            "(gradient_accumulation_steps 1) must be a multiple of 3") in error, error
+    assert not model_dir.exists()

@@ -17,6 +17,7 @@ from electra_tf.finetuning import kinds, runner, tasks
 from electra_tf.finetuning.common import TaskOptions
 from electra_tf.finetuning.source import EncoderSource, check_fits, resolve_source, restore_encoder
 from electra_tf.models.classifier import ElectraClassifier
+from electra_tf.training import distribution
 
 
 def build_classifier(init_checkpoint: str, num_labels: int = 2, regression: bool = False,
@@ -103,9 +104,14 @@ def finetune(task: str | tasks.TaskData, *, model_dir: str, init_checkpoint: str
              config: str = DEFAULT_CONFIG, overrides=(), vocab_file: str | None = None,
              num_trials: int = 1, strategy=None, jit_compile: bool = False, export: bool = True,
              with_tokenizer: bool = False, do_predict: bool = False, preemption=None,
-             **task_options) -> dict:
+             cpu_chains: int = 1, **task_options) -> dict:
     """Fine-tunes on a task (a name for `load_task`, with its `task_options`, or a `TaskData`)
-    from `init_checkpoint` (None: from scratch) into `model_dir`; returns the report."""
+    from `init_checkpoint` (None: from scratch) into `model_dir`; returns the report.
+
+    `cpu_chains` > 1 runs each training batch as that many chains of ops on a CPU
+    (`electra_tf.training.distribution.use_cpu_chains`): it has to come before anything in the
+    process runs a TensorFlow op."""
+    distribution.use_cpu_chains(cpu_chains, strategy or "auto")
     prepared = prepare(task, init_checkpoint=init_checkpoint, config=config, overrides=overrides,
                        vocab_file=vocab_file, do_predict=do_predict, **task_options)
     return run_prepared(prepared, model_dir, num_trials=num_trials, strategy=strategy,

@@ -27,6 +27,7 @@ from electra_tf.config import FinetuneConfig, check_accumulation
 from electra_tf.finetuning import kinds
 from electra_tf.finetuning.common import FinetuneError, TaskJob
 from electra_tf.finetuning.source import EncoderSource, restore_encoder
+from electra_tf.models.replicated import ReplicatedModel
 from electra_tf.training import callbacks, loop
 from electra_tf.training.optimizer import create_optimizer
 
@@ -134,7 +135,7 @@ def run_trial(job: TaskJob, config: FinetuneConfig, trial_dir: str, seed: int, *
         return previous
     run = config.finetune
     check_accumulation(run.train_batch_size, run.gradient_accumulation_steps, "finetune",
-                       strategy.num_replicas_in_sync)
+                       strategy.num_replicas_in_sync, ReplicatedModel.parallel_chains)
     per_epoch, total, warmup = steps_for(job, config)
     optimizer_config = dataclasses.replace(config.optimizer, train_steps=total, warmup_steps=warmup)
     tf.io.gfile.makedirs(trial_dir)
@@ -256,6 +257,8 @@ def finetune(task, config: FinetuneConfig, model_dir: str, *,
     config = dataclasses.replace(
         config, finetune=dataclasses.replace(config.finetune, vocab_file=vocab_file)).validate()
     strategy = strategy or tf.distribute.get_strategy()
+    check_accumulation(config.finetune.train_batch_size, config.finetune.gradient_accumulation_steps,
+                       "finetune", strategy.num_replicas_in_sync, ReplicatedModel.parallel_chains)
     tf.io.gfile.makedirs(model_dir)
     job = featurize_task(task, config, vocab_file, model_dir)
     if job.num_train < config.finetune.train_batch_size:

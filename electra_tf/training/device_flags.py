@@ -21,4 +21,5 @@ def define_device_flags() -> None:
     flags.DEFINE_integer("cpu_chains", 1, "Run each training step's batch as this many chains "
                          "of ops side by side, TensorFlow's intra-op threads set to cores / N "
                          "(the same updates; on a two-core CPU, 2 trained ELECTRA-Small 1.1x "
-                         "as fast). The batch (per micro-batch) must be a multiple of N.")
+                         "as fast). The batch (per micro-batch) must be a multiple of N. "
+                         "Ignored, with a warning, where the model trains on a TPU or GPU.")

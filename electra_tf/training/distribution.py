@@ -90,17 +90,24 @@ def split_cpu(num_devices: int) -> None:
             [tf.config.LogicalDeviceConfiguration()] * num_devices)
 
 
-def use_cpu_chains(chains: int) -> None:
+def use_cpu_chains(chains: int, strategy: str | tf.distribute.Strategy = "auto",
+                   tpu: str | None = None) -> int:
     """Trains every ELECTRA model of this process with its batches run as `chains` chains of ops
     side by side (`ReplicatedModel.parallel_chains`), and gives TensorFlow's intra-op pool cores
     / `chains` threads, so that each chain's ops run on cores of their own. On a two-core CPU,
     two chains made ELECTRA-Small's pretraining and fine-tuning steps 1.11-1.16x as fast
     (docs/performance.md, "Two chains on two cores"). Must run before TensorFlow starts; 1
-    leaves both alone."""
+    leaves both alone. Where the model trains on a TPU or GPU (`strategy`, a name or a made
+    strategy, and `tpu` as for `make_strategy`) it only logs a warning. Returns the chains
+    in use."""
     if chains < 1:
         raise StrategyError(f"--cpu_chains must be at least 1, got {chains}")
     if chains == 1:
-        return
+        return ReplicatedModel.parallel_chains
+    if _on_an_accelerator(strategy, tpu):
+        logging.warning("--cpu_chains %d is for training on a CPU; this run trains on a TPU or "
+                        "GPU, so its batches run as one chain", chains)
+        return ReplicatedModel.parallel_chains
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     try:
         tf.config.threading.set_intra_op_parallelism_threads(max(1, (cores or 1) // chains))
@@ -108,6 +115,18 @@ def use_cpu_chains(chains: int) -> None:
         raise StrategyError(f"--cpu_chains {chains} must be set before TensorFlow starts "
                             f"running ops ({error})") from error
     ReplicatedModel.parallel_chains = chains
+    return chains
+
+
+def _on_an_accelerator(strategy: str | tf.distribute.Strategy, tpu: str | None) -> bool:
+    """Whether `make_strategy(strategy, tpu)` (or the made `strategy`) trains on a TPU or GPU;
+    lists devices without starting TensorFlow's runtime."""
+    if isinstance(strategy, tf.distribute.Strategy):
+        return isinstance(strategy, tf.distribute.TPUStrategy) or any(
+            "GPU" in device.upper() for device in strategy.extended.worker_devices)
+    if strategy == "tpu" or (strategy == "auto" and _tpu_address(tpu)):
+        return True
+    return bool(tf.config.list_physical_devices("GPU"))
 
 
 def use_xla(strategy: tf.distribute.Strategy, requested: bool | None) -> bool:

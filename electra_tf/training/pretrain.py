@@ -235,7 +235,7 @@ def pretrain(*, config: str | None = None, data: str | None = None,
     if tf.io.gfile.exists(model_dir) and not tf.io.gfile.isdir(model_dir):
         raise RunError(f"--model_dir {model_dir} is an existing file, not a directory")
     distribution.split_cpu(cpu_devices)
-    distribution.use_cpu_chains(cpu_chains)
+    distribution.use_cpu_chains(cpu_chains, strategy, tpu)
     if deterministic:
         tf.config.experimental.enable_op_determinism()
     if stop_at_step is not None and stop_at_step < 1:
@@ -271,7 +271,7 @@ def pretrain(*, config: str | None = None, data: str | None = None,
     for each in stages:
         check_accumulation(each.config.run.train_batch_size,
                            each.config.run.gradient_accumulation_steps, "run",
-                           strategy.num_replicas_in_sync)
+                           strategy.num_replicas_in_sync, ReplicatedModel.parallel_chains)
     distribution.warn_if_bfloat16_is_slow(strategy, mixed_precision)
     previous_policy = keras.mixed_precision.dtype_policy()
     keras.mixed_precision.set_dtype_policy(distribution.DTYPE_POLICIES[mixed_precision])

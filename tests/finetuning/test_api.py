@@ -85,3 +85,22 @@ def test_other_formats_are_refused_with_the_command_that_converts_them(tmp_path,
     (tmp_path / "config.json").write_text(json.dumps(config_json))
     with pytest.raises(CheckpointError, match=fragment.replace("(", r"\(")):
         resolve_source(str(tmp_path))
+
+
+def test_finetune_sets_cpu_chains_before_anything_else(tmp_path, monkeypatch):
+    from electra_tf.finetuning import api
+
+    class Stop(Exception):
+        pass
+
+    calls = []
+
+    def use_cpu_chains(chains, strategy):
+        calls.append((chains, strategy))
+        raise Stop
+
+    monkeypatch.setattr(api.distribution, "use_cpu_chains", use_cpu_chains)
+    monkeypatch.setattr(api, "prepare", lambda *args, **kwargs: pytest.fail("prepared first"))
+    with pytest.raises(Stop):
+        api.finetune("glue/rte", model_dir=str(tmp_path), cpu_chains=2)
+    assert calls == [(2, "auto")]

@@ -43,3 +43,35 @@ def test_chains_refused_below_one_or_after_tensorflow_started(intra_op_calls, mo
     with pytest.raises(StrategyError, match="before TensorFlow starts"):
         use_cpu_chains(2)
     assert ReplicatedModel.parallel_chains == 1
+
+
+class _Device:
+    def __init__(self, name):
+        self.name = name
+
+
+@pytest.mark.parametrize("strategy, tpu, gpus", [
+    ("auto", None, ["/physical_device:GPU:0"]), ("mirrored", None, ["/physical_device:GPU:0"]),
+    ("tpu", "grpc://10.0.0.2:8470", []), ("auto", "grpc://10.0.0.2:8470", [])])
+def test_chains_on_a_tpu_or_gpu_only_warn(intra_op_calls, monkeypatch, caplog, strategy, tpu,
+                                          gpus):
+    monkeypatch.setattr(tf.config, "list_physical_devices",
+                        lambda kind=None: [_Device(name) for name in gpus] if kind == "GPU" else [])
+    assert use_cpu_chains(2, strategy, tpu) == 1
+    assert intra_op_calls == [] and ReplicatedModel.parallel_chains == 1
+    assert "--cpu_chains 2 is for training on a CPU" in caplog.text
+
+
+def test_chains_with_a_made_strategy_look_at_its_devices(intra_op_calls, monkeypatch):
+    monkeypatch.setattr(distribution.os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
+    on_cpu = tf.distribute.OneDeviceStrategy("/cpu:0")
+    assert distribution._on_an_accelerator(on_cpu, None) is False
+    assert use_cpu_chains(2, on_cpu) == 2 and intra_op_calls == [1]
+
+
+def test_chains_on_the_cpu_when_no_accelerator_is_there(intra_op_calls, monkeypatch):
+    monkeypatch.setattr(distribution.os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
+    monkeypatch.delenv("COLAB_TPU_ADDR", raising=False)
+    monkeypatch.delenv("TPU_NAME", raising=False)
+    monkeypatch.setattr(distribution, "_tpu_address", lambda tpu: tpu)
+    assert use_cpu_chains(2, "auto") == 2 and intra_op_calls == [1]
