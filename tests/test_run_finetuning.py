@@ -99,6 +99,7 @@ def test_glue_rte_with_cpu_chains(init_dir, tmp_path):
                           "--init_checkpoint", init_dir, "--model_dir", str(tmp_path / "rte"),
                           "--cpu_chains", "2", "--noexport", *SMALL_RUN)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "batch 8, warmup 10%, 2 chains side by side" in result.stderr
     assert "dev dev accuracy:" in result.stdout
     trial = json.loads((tmp_path / "rte" / "results.json").read_text())
     assert trial["steps"] == 3

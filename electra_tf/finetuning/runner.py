@@ -79,7 +79,9 @@ def describe_recipe(config: FinetuneConfig) -> str:
     return (f"recipe for a {model.num_layers}-layer, {model.hidden_size}-wide encoder: "
             f"{optimizer.name} at learning rate {optimizer.learning_rate:g}, layer-wise decay "
             f"{optimizer.layerwise_lr_decay:g}, weight decay {optimizer.weight_decay:g}, batch "
-            f"{run.train_batch_size}, warmup {run.warmup_proportion:.0%}")
+            f"{run.train_batch_size}, warmup {run.warmup_proportion:.0%}"
+            + (f", {ReplicatedModel.parallel_chains} chains side by side"  # --cpu_chains
+               if ReplicatedModel.parallel_chains > 1 else ""))
 
 
 class DevEvaluation(keras.callbacks.Callback):
