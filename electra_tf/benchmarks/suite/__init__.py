@@ -33,6 +33,7 @@ import subprocess
 import sys
 
 from electra_tf.benchmarks.machine import has_bfloat16_instructions
+from electra_tf.benchmarks.suite.goals import goals_table
 
 # name -> (what, our arguments, the torch reference's arguments, the rate compared)
 ROWS = {
@@ -227,6 +228,31 @@ def _plain_row(name, batch):
     return name.removesuffix("_chains") if name.endswith("_chains") else None
 
 
+def serving_batch(name):
+    """"1" or "32" for a serving row (the ONNX Runtime batch it is held against), else None."""
+    return ("1" if name.startswith("serve_b1") else "32" if name.startswith("serve_b32")
+            else None)
+
+
+def round_ratios(name, results, onnx_rounds):
+    """(torch ratios, ONNX Runtime ratios) of row `name`, one per round (None where a run
+    failed or there is nothing to hold it against): our speed over the reference's, against
+    its own torch run or, for a row without one, its plain row's (`_plain_row`) of that round."""
+    rate = ROWS[name][3]
+    batch = serving_batch(name)
+    plain_rounds = results.get(_plain_row(name, batch), [])
+    torch_ratios, onnx_ratios = [], []
+    for index, (ours, reference) in enumerate(results[name]):
+        if reference is None and index < len(plain_rounds):
+            reference = plain_rounds[index][1]
+        torch_ratios.append(None if reference is None else
+                            _ratio(ours, _reference_value(reference, rate), rate))
+        onnx = onnx_rounds[index].get(batch) if batch and index < len(onnx_rounds) else None
+        onnx_ratios.append(None if onnx is None else
+                           _ratio(ours, _reference_value(onnx, rate), rate))
+    return torch_ratios, onnx_ratios
+
+
 def table(results, machine, onnx_rounds):
     """Markdown: one row per workload: ours, torch, their ratio, and ONNX Runtime where run.
 
@@ -244,21 +270,11 @@ def table(results, machine, onnx_rounds):
         if name not in results:
             continue
         rounds = results[name]
-        batch = ("1" if name.startswith("serve_b1") else "32" if name.startswith("serve_b32")
-                 else None)
-        torch_ratios, onnx_ratios, torch_records, onnx_records = [], [], [], []
-        plain_rounds = results.get(_plain_row(name, batch), [])
-        for index, (ours, reference) in enumerate(rounds):
-            if reference is not None:
-                torch_records.append(reference)
-                torch_ratios.append(_ratio(ours, _reference_value(reference, rate), rate))
-            elif index < len(plain_rounds) and plain_rounds[index][1] is not None:
-                torch_ratios.append(_ratio(
-                    ours, _reference_value(plain_rounds[index][1], rate), rate))
-            onnx = onnx_rounds[index].get(batch) if batch and index < len(onnx_rounds) else None
-            if onnx is not None:
-                onnx_records.append(onnx)
-                onnx_ratios.append(_ratio(ours, _reference_value(onnx, rate), rate))
+        batch = serving_batch(name)
+        torch_ratios, onnx_ratios = round_ratios(name, results, onnx_rounds)
+        torch_records = [reference for _, reference in rounds if reference is not None]
+        onnx_records = [each[batch] for each in onnx_rounds[:len(rounds)]
+                        if batch and each.get(batch) is not None]
         our_records = [ours for ours, _ in rounds]
         cells = [_ours_cell(_median_record(our_records, lambda r: _our_value(r, rate)), rate)]
         for records, ratios in ((torch_records, torch_ratios), (onnx_records, onnx_ratios)):
@@ -315,7 +331,7 @@ def onnxruntime_records(reference_dir, timeout):
 def run_suite(names, reference_dir=None, size="small", timeout=900, rounds=1):
     """Runs the rows `names` (keys of ROWS), ours then the torch reference's for each, then
     ONNX Runtime once if a serving row is among them; all that `rounds` times over. Returns the
-    Markdown table (`table`)."""
+    Markdown table (`table`) and under it the goals' verdicts (`goals.goals_table`)."""
     ours_command = [sys.executable, "-m", "electra_tf.benchmarks.steps", "--size", size]
     results = {name: [] for name in names}
     onnx_rounds = []
@@ -335,4 +351,8 @@ def run_suite(names, reference_dir=None, size="small", timeout=900, rounds=1):
                 and any(name.startswith("serve") for name in names)):
             onnx_rounds.append(onnxruntime_records(reference_dir, timeout))
     records = [ours for rounds_of_row in results.values() for ours, _ in rounds_of_row]
-    return table(results, machine_line(records), onnx_rounds)
+    cpu_flags = next((r["cpu_flags"] for r in records if "cpu_flags" in r), [])
+    verdicts = goals_table(results, {name: round_ratios(name, results, onnx_rounds)
+                                     for name in results}, cpu_flags)
+    return table(results, machine_line(records), onnx_rounds) + (
+        f"\n\n{verdicts}" if verdicts else "")
