@@ -158,8 +158,8 @@ def test_onnx_runtime_records_are_read_and_each_batch_printed_as_it_ends(tmp_pat
 def test_default_rows_leave_out_bf16_and_256_bit_rows_where_the_cpu_lacks_them():
     for flags in (["AVX-512", "AVX-512 BF16"], ["AVX-512", "AVX-512 BF16", "AMX-BF16", "AMX"]):
         assert default_rows({"cpu_flags": flags}) == (list(ROWS), [])
-    bf16 = ["pretrain_bf16", "pretrain_bf16_xla256", "classify_bf16", "qa_bf16",
-            "serve_b1_bf16_intra1", "serve_b32_bf16"]
+    bf16 = ["pretrain_bf16", "pretrain_bf16_chains", "pretrain_bf16_xla256", "classify_bf16",
+            "qa_bf16", "serve_b1_bf16_intra1", "serve_b32_bf16"]
     # AVX2 only (Zen 3): no 256-bit XLA rows, 256 bits being the default there; AVX-512
     # without BF16: the fp32 one runs
     for flags, left_out in (([], bf16 + ["pretrain_xla256"]), (["AVX-512"], bf16)):

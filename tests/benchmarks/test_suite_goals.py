@@ -69,6 +69,22 @@ def test_the_bf16_goal_is_2x_with_amx_and_1_5x_without():
                 "pretrain_bf16").endswith("| 1.36x | 1 of 1 | yes |")
 
 
+def test_a_bf16_chains_row_is_held_against_the_fp32_chains_row_and_the_autocast_run():
+    results = {"pretrain": [(ours(2000.0, 0.6), None)],
+               "pretrain_chains": [(ours(2400.0), None)],
+               "pretrain_bf16": [(ours(3400.0), {"tokens_per_s": 2500.0})],
+               "pretrain_bf16_chains": [(ours(4800.0), None)]}
+    text = verdicts(results, [], FLAGS + ["AMX-BF16", "AMX"])
+    # 4800 / 2400 (not / 2000, the fp32 step run another way); 4800 / 2500, torch's autocast
+    assert line(text, "bf16 pretraining step >= 2x", "pretrain_bf16_chains").endswith(
+        "| 2.00x | 1 of 1 | yes |")
+    assert line(text, "bf16 pretraining step >= 1.2x", "pretrain_bf16_chains").endswith(
+        "| 1.92x | 1 of 1 | yes |")
+    del results["pretrain_chains"]  # nothing run the same way in fp32: no verdict on it
+    assert "| pretrain_bf16_chains |" not in "\n".join(
+        each for each in verdicts(results, []).splitlines() if ">= 2x" in each)
+
+
 def test_failed_rounds_are_left_out_and_no_goal_no_section():
     results = {"classify": [({"error": "killed"}, {"tokens_per_s": 2000.0}),
                             (ours(3200.0, 0.7), {"tokens_per_s": 2000.0})]}
