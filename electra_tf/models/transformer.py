@@ -8,6 +8,7 @@ import tensorflow as tf
 from electra_tf.models.activations import training_activation
 from electra_tf.models.attention_probabilities import attention_probabilities
 from electra_tf.models.residual_norm import residual_layer_norm
+from electra_tf.cpu_features import cpu_flags
 from electra_tf.onednn import avx2_without_avx512
 
 
@@ -260,7 +261,26 @@ def _training_dense(x, kernel, bias):
             input_gradient = tf.matmul(upstream, kernel, transpose_b=True)
         return input_gradient, kernel_gradient, bias_gradient
 
-    return tf.nn.bias_add(tf.matmul(x, kernel), bias), gradient
+    product = tf.matmul(x, kernel)
+    if _bfloat16_on_amx(x):
+        return _bias_add_by_xla(product, bias), gradient
+    return tf.nn.bias_add(product, bias), gradient
+
+
+def _bfloat16_on_amx(x):
+    """Whether `_training_dense` adds the bias in an XLA kernel after the product: bfloat16 on
+    a CPU with AMX-BF16 and no GPU. There oneDNN's bfloat16 product with the bias fused into
+    it (grappler's remapper fuses a bias_add or `+ b` after a MatMul) ran [4096, 256] @ [256,
+    1024] at 249 GFLOP/s, the product alone at 951 (docs/performance.md#bf16-on-a-cpu-with-amx)."""
+    return (x.dtype == tf.bfloat16 and "amx_bf16" in cpu_flags()
+            and not tf.config.list_physical_devices("GPU"))
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _bias_add_by_xla(product, bias):
+    """product [n, out] + bias [out], as an XLA kernel that grappler cannot fuse into the
+    product."""
+    return tf.nn.bias_add(product, bias)
 
 
 def _float32_on_cpu(x):

@@ -350,6 +350,7 @@ def test_dense_gradient_paths(monkeypatch, in_out, dtype, training, avx2_only, k
     takes the bias gradient as a product; the rest, and every inference graph, autodiff's
     plain one."""
     monkeypatch.setattr(transformer, "avx2_without_avx512", lambda: avx2_only)
+    monkeypatch.setattr(transformer, "cpu_flags", frozenset)  # no AMX: the bias fused
     x = tf.zeros([4, in_out[0]], dtype)
     kernel, bias = tf.zeros(in_out), tf.zeros([in_out[1]])
 
@@ -375,6 +376,47 @@ def test_dense_gradient_paths(monkeypatch, in_out, dtype, training, avx2_only, k
                   "column sums by XLA" if "_column_sums_by_xla" in called else "product")
     taken_input = "W^T by XLA" if in_out in transposed else "transpose_b"
     assert (taken_kernel, taken_bias, taken_input) == (kernel_path, bias_path, input_path)
+
+
+@pytest.mark.parametrize("dtype, training, amx, apart", [
+    (tf.bfloat16, True, True, True),
+    (tf.bfloat16, True, False, False),
+    (tf.bfloat16, False, True, False),  # inference (exports): core ops only
+    (tf.float32, True, True, False),
+])
+def test_bfloat16_training_dense_adds_the_bias_apart_from_the_product_on_amx(
+        monkeypatch, dtype, training, amx, apart):
+    """With AMX, oneDNN's bfloat16 product runs at about the float32 rate once grappler fuses
+    the bias into it, so bfloat16 training there adds the bias in an XLA kernel after the
+    product; the gradients are the same, the outputs within one more bfloat16 rounding."""
+    monkeypatch.setattr(transformer, "cpu_flags",
+                        lambda: frozenset({"avx512f", "amx_bf16"} if amx else {"avx512f"}))
+    x = tf.cast(tf.random.stateless_normal([64, 12], seed=[15, 0]), dtype)
+    kernel = tf.random.stateless_normal([12, 20], seed=[15, 1])
+    bias = tf.random.stateless_normal([20], seed=[15, 2])
+    upstream = tf.cast(tf.random.stateless_normal([64, 20], seed=[15, 3]), dtype)
+
+    def forward_and_gradients(x):
+        with tf.GradientTape() as tape:
+            tape.watch([x, kernel, bias])
+            out = transformer._dense(x, kernel, bias, training)
+        return out, tape.gradient(out, [x, kernel, bias], output_gradients=upstream)
+
+    function = tf.function(forward_and_gradients)
+    operations = function.get_concrete_function(x).graph.get_operations()
+    called = {_xla_function(op) for op in operations if op.type in _CALLS}
+    assert ("_bias_add_by_xla" in called) == apart
+    out, gradients = function(x)
+    monkeypatch.setattr(transformer, "cpu_flags", frozenset)
+    fused_out, fused_gradients = tf.function(forward_and_gradients)(x)
+    for gradient, fused_gradient in zip(gradients, fused_gradients):
+        np.testing.assert_array_equal(gradient.numpy(), fused_gradient.numpy())
+    exact = (tf.cast(x, tf.float64) @ tf.cast(tf.cast(kernel, dtype), tf.float64)
+             + tf.cast(tf.cast(bias, dtype), tf.float64)).numpy()
+    scale = (np.abs(tf.cast(x, tf.float64).numpy()) @ np.abs(kernel.numpy())
+             + np.abs(bias.numpy()))
+    for result in (out, fused_out):  # the product's rounding and the sum's: 2^-8 each
+        assert np.all(np.abs(tf.cast(result, tf.float64).numpy() - exact) <= 2 ** -7 * scale)
 
 
 _CALLS = ("PartitionedCall", "StatefulPartitionedCall")
