@@ -121,6 +121,11 @@ def test_benchmark_reports_its_fraction_of_the_matmul_peak():
                          "--peak_size", "128", own_process=False)[-1]
     peaks = record["peak_gflop_per_s"]
     assert set(peaks) == {"float32", "bfloat16"} and min(peaks.values()) > 0
+    # read before and after the steps; the higher reading is the peak
+    readings = record["peak_readings_gflop_per_s"]
+    assert {dtype: len(values) for dtype, values in readings.items()} == {"float32": 2,
+                                                                          "bfloat16": 2}
+    assert peaks == {dtype: max(values) for dtype, values in readings.items()}
     assert record["model_gflop_per_s"] > 0
     assert record["fraction_of_peak"] == pytest.approx(
         record["model_gflop_per_s"] / peaks["bfloat16"], abs=5e-4)
