@@ -28,9 +28,11 @@ from electra_tf import xla_cpu as _xla_cpu
 # Before anything imports TensorFlow: its oneDNN kernels on every CPU, not only on the newest
 # (electra_tf/onednn.py says why; TF_ENABLE_ONEDNN_OPTS=0 keeps TensorFlow's default).
 _onednn.prefer_onednn()
-# Before XLA's first compilation: its CPU kernels in 512-bit vectors on CPUs with AVX-512
-# (electra_tf/xla_cpu.py; a vector width set in XLA_FLAGS wins).
+# Before XLA's first compilation: its CPU kernels in 512-bit vectors on CPUs with AVX-512, and
+# none through YNNPACK, whose first run crashed when two threads ran a kernel at once
+# (electra_tf/xla_cpu.py; what XLA_FLAGS sets of either wins).
 _xla_cpu.prefer_wide_vectors()
+_xla_cpu.keep_ynnpack_out()
 
 __version__ = "0.1.0"
 

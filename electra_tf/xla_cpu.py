@@ -1,4 +1,4 @@
-"""XLA's CPU kernels in 512-bit vectors where the CPU has AVX-512.
+"""XLA's CPU kernels in 512-bit vectors where the CPU has AVX-512, and without YNNPACK.
 
 On CPUs the training steps run their matmuls on oneDNN's kernels and the elementwise work between
 them (GELU, dropout with residual and LayerNorm, the attention softmax's gradient, the generator's
@@ -13,6 +13,15 @@ XLA reads `XLA_FLAGS` once, at the process's first compilation. `import electra_
 already name that option: a width you set wins (`--xla_cpu_prefer_vector_width=256` gives
 XLA's default back), and a process that compiled with XLA before keeps the width it started
 with.
+
+XLA's CPU backend in TensorFlow 2.21 hands some fusions to YNNPACK, and builds a fusion's
+YNNPACK executable the first time it runs; two threads running the same compiled kernel for
+the first time at once (the two chains of `--cpu_chains 2`, `electra_tf.models.accumulation`)
+build it at once, and the process died with SIGSEGV in `xla::cpu::EmitYnnSubgraph` (gdb's
+backtrace; 4 of 23 runs of the fp32 pretraining step with two chains on a two-core Intel Xeon
+with AMX, 2026-12-01). `import electra_tf` appends `--xla_cpu_experimental_ynn_fusion_type=`
+(no fusion type: XLA emits those kernels itself) unless the variable names that option; the
+steps ran as fast without YNNPACK (docs/performance.md#two-chains-on-two-cores).
 """
 
 import os
@@ -32,4 +41,18 @@ def prefer_wide_vectors(environ=os.environ, flags=None) -> bool:
     if "avx512f" not in flags or OPTION in current:
         return False
     environ[VARIABLE] = f"{current} {WIDE}".strip()
+    return True
+
+
+YNNPACK_OPTION = "--xla_cpu_experimental_ynn_fusion_type"
+WITHOUT_YNNPACK = f"{YNNPACK_OPTION}="
+
+
+def keep_ynnpack_out(environ=os.environ) -> bool:
+    """Appends `WITHOUT_YNNPACK` to `environ[VARIABLE]` unless it names YNNPACK's fusion types
+    already; returns whether it did."""
+    current = environ.get(VARIABLE, "")
+    if YNNPACK_OPTION in current:
+        return False
+    environ[VARIABLE] = f"{current} {WITHOUT_YNNPACK}".strip()
     return True

@@ -1,4 +1,5 @@
-"""`import electra_tf` asks XLA for 512-bit vectors on CPUs with AVX-512, unless told otherwise."""
+"""`import electra_tf` asks XLA for 512-bit vectors on CPUs with AVX-512 and for no YNNPACK
+fusions, unless told otherwise."""
 
 import os
 import pathlib
@@ -9,7 +10,8 @@ import sys
 import pytest
 
 from electra_tf.cpu_features import cpu_flags
-from electra_tf.xla_cpu import OPTION, VARIABLE, WIDE, prefer_wide_vectors
+from electra_tf.xla_cpu import (OPTION, VARIABLE, WIDE, WITHOUT_YNNPACK, YNNPACK_OPTION,
+                                keep_ynnpack_out, prefer_wide_vectors)
 
 AVX512 = frozenset({"avx2", "avx512f", "avx512bw"})
 AVX2 = frozenset({"avx2", "fma"})
@@ -65,3 +67,37 @@ def test_xla_kernels_use_512_bit_vectors_after_import_on_avx512_cpus(tmp_path, p
 @pytest.mark.slow
 def test_a_width_the_user_sets_wins(tmp_path):
     assert _widest_float_vector(tmp_path, f"{OPTION}=256") == 8
+
+
+@pytest.mark.parametrize("before, after", [
+    ({}, {VARIABLE: WITHOUT_YNNPACK}),
+    ({VARIABLE: WIDE}, {VARIABLE: f"{WIDE} {WITHOUT_YNNPACK}"}),
+    ({VARIABLE: f"{YNNPACK_OPTION}=dot"}, {VARIABLE: f"{YNNPACK_OPTION}=dot"}),  # the user's
+])
+def test_keeps_ynnpack_out_unless_told_otherwise(before, after):
+    environ = dict(before)
+    assert keep_ynnpack_out(environ) == (before != after) and environ == after
+
+
+# An XLA kernel with a product, as the transformer's feed-forward gradient has, with YNNPACK's
+# thunk logging on: XLA logs from ynn_fusion_thunk.cc for each kernel it hands to YNNPACK.
+DOT_KERNEL = ("f = tf.function(lambda a, b: tf.matmul(a, b, transpose_b=True), jit_compile=True)\n"
+              "f(tf.ones([256, 256]), tf.ones([256, 256]))\n")
+
+
+def _ynnpack_log_lines(prelude: str) -> int:
+    environ = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="0", TF_CPP_VMODULE="ynn_fusion_thunk=3")
+    environ.pop(VARIABLE, None)
+    result = subprocess.run([sys.executable, "-c", prelude + DOT_KERNEL], capture_output=True,
+                            text=True, env=environ, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stderr.count("ynn_fusion_thunk.cc")
+
+
+@pytest.mark.slow
+def test_xla_kernels_run_without_ynnpack_after_import():
+    # Two threads running one kernel for the first time crashed in YNNPACK's executable
+    # builder (electra_tf/xla_cpu.py): after the import no kernel goes there; the same kernel
+    # without it does, so the probe sees YNNPACK where it is used.
+    assert _ynnpack_log_lines("import tensorflow as tf\n") > 0
+    assert _ynnpack_log_lines("import electra_tf, tensorflow as tf\n") == 0
