@@ -12,8 +12,10 @@ r"""Times one ELECTRA pretraining step and prints a JSON line (tokens/s, model G
       --transposed_feedforward --against_plain_export
 
 The benchmark measures the machine's matmul peak in the same run, before and after the timed
-steps (a 2048^3 tf.matmul in float32, and in the step's half type under bf16 or fp16;
-`--nopeak` skips it), and adds `peak_readings_gflop_per_s` (both readings), `peak_gflop_per_s`
+steps (a 2048^3 tf.matmul in float32, and in the step's half type under bf16 or fp16; with
+TensorFlow's intra-op threads cut to cores / k by --chains or --threads, k such products side
+by side, `peak_products_side_by_side`, so that the peak is the whole machine's; `--nopeak`
+skips it), and adds `peak_readings_gflop_per_s` (both readings), `peak_gflop_per_s`
 (the higher: a VM's speed moves within a minute, and a reading taken in a slow moment would
 flatter the step) and `fraction_of_peak` (model GFLOP/s over that peak of the step's matmul
 type) to the line. The line also names the CPU (`cpu`, `cores`, and `cpu_flags`: which of
@@ -87,10 +89,11 @@ flags.DEFINE_bool("transposed_feedforward", False, "--task infer: time the expor
                   "feed-forward input kernels stored transposed (export_savedmodel "
                   "--transposed_feedforward).")
 flags.DEFINE_integer("threads", 0, "TensorFlow intra-op threads (0: TensorFlow's default).")
-flags.DEFINE_integer("chains", 1, "pretrain, classify, qa: run each step's batch as this many "
+flags.DEFINE_integer("chains", 0, "pretrain, classify, qa: run each step's batch as this many "
                      "chains of ops side by side, with cores / chains intra-op threads unless "
                      "--threads says otherwise (run_pretraining and run_finetuning "
-                     "--cpu_chains).")
+                     "--cpu_chains); 0, as there, picks: 2 on a two-core CPU with an even "
+                     "micro-batch, else 1.")
 flags.DEFINE_multi_string("override", [], "Config overrides, section.key=value.")
 flags.DEFINE_enum("task", "pretrain", ["pretrain", "classify", "qa", "infer"],
                   "pretrain: the replaced-token-detection step; classify: one fine-tuning step of "
@@ -140,7 +143,8 @@ def main(argv):
 
     from electra_tf.training.distribution import use_cpu_chains  # lazy: imports TensorFlow
 
-    use_cpu_chains(FLAGS.chains)
+    chains = use_cpu_chains(FLAGS.chains, micro_batches=[FLAGS.batch // accumulation]
+                            if FLAGS.task != "infer" else [])
     if FLAGS.threads:
         tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
 
@@ -157,8 +161,8 @@ def main(argv):
               "task": FLAGS.task, "size": FLAGS.size, "batch": FLAGS.batch, "seq": FLAGS.seq,
               "gradient_accumulation_steps": FLAGS.gradient_accumulation_steps,
               "precision": FLAGS.precision,
-              "threads": FLAGS.threads or ("cores / chains" if FLAGS.chains > 1 else "default"),
-              "chains": FLAGS.chains}
+              "threads": FLAGS.threads or ("cores / chains" if chains > 1 else "default"),
+              "chains": chains}
     matmul_dtype = MATMUL_DTYPES[FLAGS.precision]
     if FLAGS.task == "infer":
         record["serving_dtype"] = FLAGS.serving_dtype
@@ -167,7 +171,10 @@ def main(argv):
             matmul_dtype = "bfloat16"
     if FLAGS.peak:  # before the model exists, so nothing else competes for the cores
         dtypes = dict.fromkeys(["float32", matmul_dtype])
-        peak_readings = {dtype: [matmul_peak_gflops(dtype, FLAGS.peak_size)] for dtype in dtypes}
+        side_by_side = products_side_by_side()
+        peak_readings = {dtype: [matmul_peak_gflops(dtype, FLAGS.peak_size,
+                                                    side_by_side=side_by_side)]
+                         for dtype in dtypes}
     if FLAGS.task == "pretrain":
         record.update(_pretrain(config, jit_compile))
     elif FLAGS.task == "classify":
@@ -179,7 +186,9 @@ def main(argv):
     record.update(peak_memory(tf))
     if FLAGS.peak:
         for dtype, readings in peak_readings.items():
-            readings.append(matmul_peak_gflops(dtype, FLAGS.peak_size))
+            readings.append(matmul_peak_gflops(dtype, FLAGS.peak_size,
+                                               side_by_side=side_by_side))
+        record["peak_products_side_by_side"] = side_by_side
         record["peak_readings_gflop_per_s"] = {
             dtype: [round(reading, 1) for reading in readings]
             for dtype, readings in peak_readings.items()}
@@ -223,22 +232,39 @@ def watch_host_memory(limit_gib: float, record: dict, interval: float = 0.1) -> 
     threading.Thread(target=watch, daemon=True, name="host-memory-watch").start()
 
 
-def matmul_peak_gflops(dtype, n=2048, repeats=10):
-    """GFLOP/s (2 n^3 / median seconds) of an n x n @ n x n tf.matmul in `dtype` inside a
-    tf.function without XLA: one untimed call, then `repeats` timed ones."""
+def matmul_peak_gflops(dtype, n=2048, repeats=10, side_by_side=1):
+    """GFLOP/s (side_by_side x 2 n^3 / median seconds) of `side_by_side` independent n x n @
+    n x n tf.matmuls in `dtype`, run at once in one tf.function without XLA: one untimed call,
+    then `repeats` timed ones. With TensorFlow's intra-op threads cut to cores / k (--chains
+    k, --threads), one product reads only k-th of the machine; k side by side, on the
+    inter-op threads as the chains run, read all of it (`products_side_by_side`)."""
     import tensorflow as tf
 
     # NumPy's generator, so TensorFlow's global random state is left as the model will find it.
-    a, b = (tf.cast(np.random.default_rng(i).standard_normal((n, n), np.float32), dtype)
-            for i in range(2))
-    matmul = tf.function(tf.matmul, jit_compile=False)
-    matmul(a, b).numpy()
+    pairs = [tuple(tf.cast(np.random.default_rng(2 * k + i).standard_normal((n, n), np.float32),
+                           dtype) for i in range(2)) for k in range(side_by_side)]
+    matmuls = tf.function(lambda: [tf.matmul(a, b) for a, b in pairs], jit_compile=False)
+
+    def run():
+        for product in matmuls():
+            product.numpy()
+
+    run()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        matmul(a, b).numpy()
+        run()
         times.append(time.perf_counter() - start)
-    return 2 * n ** 3 / statistics.median(times) / 1e9
+    return side_by_side * 2 * n ** 3 / statistics.median(times) / 1e9
+
+
+def products_side_by_side() -> int:
+    """How many products `matmul_peak_gflops` runs at once for the whole machine's peak: cores
+    / TensorFlow's intra-op threads (1 with its default, every core)."""
+    import tensorflow as tf
+
+    threads = tf.config.threading.get_intra_op_parallelism_threads()
+    return max(1, len(os.sched_getaffinity(0)) // threads) if threads else 1
 
 
 def _time(step, steps, warmup):

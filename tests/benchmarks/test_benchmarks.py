@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+import tensorflow as tf
 
 from electra_tf.benchmarks.machine import cpu_description
 from electra_tf.config import load_config
@@ -112,6 +113,19 @@ def test_matmul_peak_probe_measures_float32_and_bfloat16():
     with _own_flags("electra_tf.benchmarks.steps") as benchmark:  # its flags only for the import
         for dtype in ("float32", "bfloat16"):
             assert benchmark.matmul_peak_gflops(dtype, n=128, repeats=2) > 0
+            assert benchmark.matmul_peak_gflops(dtype, n=128, repeats=2, side_by_side=2) > 0
+
+
+@pytest.mark.parametrize("cores, threads, side_by_side", [(2, 0, 1), (2, 1, 2), (8, 2, 4),
+                                                          (2, 2, 1)])
+def test_the_peak_runs_a_product_for_each_share_of_the_cores(monkeypatch, cores, threads,
+                                                             side_by_side):
+    # --chains 2 on two cores leaves TensorFlow one intra-op thread: one product would read
+    # one core's peak, and the step (on both cores) would read twice its fraction of it.
+    monkeypatch.setattr(tf.config.threading, "get_intra_op_parallelism_threads", lambda: threads)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: set(range(cores)))
+    with _own_flags("electra_tf.benchmarks.steps") as benchmark:
+        assert benchmark.products_side_by_side() == side_by_side
 
 
 @pytest.mark.slow
@@ -126,6 +140,7 @@ def test_benchmark_reports_its_fraction_of_the_matmul_peak():
     assert {dtype: len(values) for dtype, values in readings.items()} == {"float32": 2,
                                                                           "bfloat16": 2}
     assert peaks == {dtype: max(values) for dtype, values in readings.items()}
+    assert record["peak_products_side_by_side"] == 1  # TensorFlow's own threads: every core
     assert record["model_gflop_per_s"] > 0
     assert record["fraction_of_peak"] == pytest.approx(
         record["model_gflop_per_s"] / peaks["bfloat16"], abs=5e-4)
