@@ -144,7 +144,8 @@ def run() -> int:
         label_range=_label_range(), tag_column=FLAGS.tag_column)
         for name in FLAGS.task]
     distribution.split_cpu(FLAGS.cpu_devices)
-    distribution.use_cpu_chains(FLAGS.cpu_chains, FLAGS.strategy, FLAGS.tpu)
+    distribution.use_cpu_chains(FLAGS.cpu_chains, FLAGS.strategy, FLAGS.tpu, micro_batches=[
+        api.train_micro_batch(task.config) for task in prepared])
     strategy = distribution.make_strategy(FLAGS.strategy, FLAGS.tpu)
     jit_compile = distribution.use_xla(strategy, FLAGS.jit_compile)
     distribution.warn_if_bfloat16_is_slow(strategy, FLAGS.mixed_precision)

@@ -14,6 +14,10 @@ import tensorflow as tf  # noqa: E402  (after the log level is set)
 # Must happen before TensorFlow initialises its devices, i.e. before any test runs an op.
 tf.config.set_logical_device_configuration(
     tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2)
+# TensorFlow's runtime started now, whichever test comes first: the entry points' default
+# `--cpu_chains 0`, run in this process, then keeps one chain and the session's intra-op threads
+# (two chains picked by a first test would last for the rest of the session).
+tf.zeros(())
 
 
 def require(module_name):

@@ -58,6 +58,13 @@ def cli_args(data, vocab, model_dir, steps, *extra):
             "--override", "model.max_position_embeddings=64", *extra]
 
 
+def two_chains_by_default() -> bool:
+    """Whether a fresh process of an entry point trains an even micro-batch on one replica as
+    two chains of ops without --cpu_chains (`distribution.use_cpu_chains`' pick: two cores)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return cores == 2
+
+
 def run_cli(args, timeout=300, env=None, module="electra_tf.run_pretraining"):
     """Runs `python -m module args`; returns the CompletedProcess (text mode). The stderr of a
     process killed by a signal keeps the crash report's tracebacks and loses its list of

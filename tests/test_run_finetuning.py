@@ -11,7 +11,7 @@ import tensorflow as tf
 from electra_tf.convert_checkpoint import write_electra_tf
 from electra_tf.models import ElectraPretrainer
 from tests.models.helpers import objective, tiny_model_config
-from tests.run_helpers import REPO, SPECIALS, run_cli, run_in_process
+from tests.run_helpers import REPO, SPECIALS, run_cli, run_in_process, two_chains_by_default
 from tests.training.test_bfloat16_advice import stop_at_the_check
 
 WORDS = [f"w{i}" for i in range(40)]
@@ -72,6 +72,8 @@ def test_glue_rte_with_trials_predictions_and_export(init_dir, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "dev dev accuracy:" in result.stdout and "median" in result.stdout
     assert "recipe for a " in result.stderr and "layer-wise decay 0.8" in result.stderr
+    # without --cpu_chains: two chains of ops where the CPU has two cores
+    assert ("2 chains side by side" in result.stderr) == two_chains_by_default()
     report = json.loads((model_dir / "report.json").read_text())
     assert report["status"] == "finished" and len(report["dev"]["dev"]["values"]) == 2
     for k in range(2):

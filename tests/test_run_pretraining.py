@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.run_helpers import REPO, cli_args, run_cli, run_in_process, write_records, write_vocab
+from tests.run_helpers import (REPO, cli_args, run_cli, run_in_process, two_chains_by_default,
+                               write_records, write_vocab)
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +44,8 @@ def test_run_writes_checkpoints_events_config_and_savedmodel(fixture_data, tmp_p
     assert (run / "export" / "20" / "saved_model.pb").exists()
     assert "step 20/20" in result.stderr and "disc_auc" in result.stderr
     assert "SavedModel:" in result.stdout and "finished at step 20" in result.stdout
+    # without --cpu_chains: two chains of ops where the CPU has two cores
+    assert ("2 chains side by side" in result.stderr) == two_chains_by_default()
     # A finished run rerun with the same command does nothing more.
     again = run_in_process(cli_args(data, vocab, run, 20, "--noexport"))
     assert again.returncode == 0 and "already at step 20" in again.stderr

@@ -64,6 +64,11 @@ def resolve_config(source=None, config: str = DEFAULT_CONFIG, overrides=(),
     return resolved
 
 
+def train_micro_batch(config: FinetuneConfig) -> int:
+    """The examples of one training micro-batch (for `use_cpu_chains`)."""
+    return config.finetune.train_batch_size // config.finetune.gradient_accumulation_steps
+
+
 def load_task(name: str, **options):
     """A task by name: `glue/<task>` (files or TFDS), `csv` (your own files),
     `squad/v1.1` / `squad/v2.0` (the official JSON files or TFDS), `mrqa` (MRQA JSON Lines)
@@ -104,14 +109,17 @@ def finetune(task: str | tasks.TaskData, *, model_dir: str, init_checkpoint: str
              config: str = DEFAULT_CONFIG, overrides=(), vocab_file: str | None = None,
              num_trials: int = 1, strategy=None, jit_compile: bool = False, export: bool = True,
              with_tokenizer: bool = False, do_predict: bool = False, preemption=None,
-             cpu_chains: int = 1, **task_options) -> dict:
+             cpu_chains: int = 0, **task_options) -> dict:
     """Fine-tunes on a task (a name for `load_task`, with its `task_options`, or a `TaskData`)
     from `init_checkpoint` (None: from scratch) into `model_dir`; returns the report.
 
     `cpu_chains` > 1 runs each training batch as that many chains of ops on a CPU
     (`electra_tf.training.distribution.use_cpu_chains`): it has to come before anything in the
-    process runs a TensorFlow op."""
-    distribution.use_cpu_chains(cpu_chains, strategy or "auto")
+    process runs a TensorFlow op. 0 picks two on a two-core CPU where nothing has run a
+    TensorFlow op yet, else one."""
+    task_name = task if isinstance(task, str) else getattr(task, "name", None)
+    distribution.use_cpu_chains(cpu_chains, strategy or "auto", micro_batches=[
+        train_micro_batch(resolve_config(None, config, overrides, task_name))])
     prepared = prepare(task, init_checkpoint=init_checkpoint, config=config, overrides=overrides,
                        vocab_file=vocab_file, do_predict=do_predict, **task_options)
     return run_prepared(prepared, model_dir, num_trials=num_trials, strategy=strategy,

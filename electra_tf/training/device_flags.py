@@ -18,8 +18,10 @@ def define_device_flags() -> None:
                       "GPU, off on CPU where TensorFlow's kernels measured faster).")
     flags.DEFINE_integer("cpu_devices", 0, "Split the CPU into this many logical devices (to try "
                          "--strategy mirrored on one machine without GPUs).")
-    flags.DEFINE_integer("cpu_chains", 1, "Run each training step's batch as this many chains "
+    flags.DEFINE_integer("cpu_chains", 0, "Run each training step's batch as this many chains "
                          "of ops side by side, TensorFlow's intra-op threads set to cores / N "
-                         "(the same updates; on a two-core CPU, 2 trained ELECTRA-Small 1.1x "
-                         "as fast). The batch (per micro-batch) must be a multiple of N. "
-                         "Ignored, with a warning, where the model trains on a TPU or GPU.")
+                         "(the same updates; on two-core CPUs, 2 trained ELECTRA-Small about "
+                         "1.1-1.2x as fast as 1). The batch (per micro-batch) must be a multiple "
+                         "of N. 0 (default) picks 2 when training one replica on a two-core CPU "
+                         "(where it was measured) with even micro-batches, else 1. Ignored, with a "
+                         "warning, where the model trains on a TPU or GPU.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 
 import tensorflow as tf
 from absl import logging
@@ -90,32 +91,69 @@ def split_cpu(num_devices: int) -> None:
             [tf.config.LogicalDeviceConfiguration()] * num_devices)
 
 
+AUTO_CHAINS = 0  # --cpu_chains 0: `use_cpu_chains` picks
+
+
 def use_cpu_chains(chains: int, strategy: str | tf.distribute.Strategy = "auto",
-                   tpu: str | None = None) -> int:
+                   tpu: str | None = None, micro_batches: Sequence[int] = ()) -> int:
     """Trains every ELECTRA model of this process with its batches run as `chains` chains of ops
     side by side (`ReplicatedModel.parallel_chains`), and gives TensorFlow's intra-op pool cores
-    / `chains` threads, so that each chain's ops run on cores of their own. On a two-core CPU,
-    two chains made ELECTRA-Small's pretraining and fine-tuning steps 1.11-1.16x as fast
+    / `chains` threads, so that each chain's ops run on cores of their own. On two-core CPUs,
+    two chains made ELECTRA-Small's pretraining and fine-tuning steps about 1.1-1.2x as fast
     (docs/performance.md, "Two chains on two cores"). Must run before TensorFlow starts; 1
     leaves both alone. Where the model trains on a TPU or GPU (`strategy`, a name or a made
-    strategy, and `tpu` as for `make_strategy`) it only logs a warning. Returns the chains
-    in use."""
-    if chains < 1:
-        raise StrategyError(f"--cpu_chains must be at least 1, got {chains}")
+    strategy, and `tpu` as for `make_strategy`) it only logs a warning.
+
+    `chains` 0 (`AUTO_CHAINS`, the entry points' default) picks: two chains where a process
+    trains one replica on a CPU of two cores (where two chains were measured), every training
+    micro-batch (`micro_batches`, per step) splits in two, and TensorFlow has not started
+    running ops (the thread count is fixed then); one chain otherwise. Returns the chains in
+    use."""
+    if chains < 0:
+        raise StrategyError(f"--cpu_chains must be 0 (pick) or at least 1, got {chains}")
+    if chains == AUTO_CHAINS:
+        return _pick_cpu_chains(strategy, tpu, micro_batches)
     if chains == 1:
         return ReplicatedModel.parallel_chains
     if _on_an_accelerator(strategy, tpu):
         logging.warning("--cpu_chains %d is for training on a CPU; this run trains on a TPU or "
                         "GPU, so its batches run as one chain", chains)
         return ReplicatedModel.parallel_chains
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     try:
-        tf.config.threading.set_intra_op_parallelism_threads(max(1, (cores or 1) // chains))
+        tf.config.threading.set_intra_op_parallelism_threads(max(1, _cores() // chains))
     except RuntimeError as error:
         raise StrategyError(f"--cpu_chains {chains} must be set before TensorFlow starts "
                             f"running ops ({error})") from error
     ReplicatedModel.parallel_chains = chains
     return chains
+
+
+def _pick_cpu_chains(strategy, tpu, micro_batches: Sequence[int]) -> int:
+    """`use_cpu_chains(AUTO_CHAINS, ...)`: 2 where two chains measured faster, else 1 (and
+    nothing changed)."""
+    one_replica = (strategy in ("auto", "one_device") if isinstance(strategy, str)
+                   else strategy.num_replicas_in_sync == 1)
+    cores = _cores()
+    if (not one_replica or cores != 2 or not micro_batches
+            or any(batch % 2 for batch in micro_batches) or _on_an_accelerator(strategy, tpu)):
+        return ReplicatedModel.parallel_chains
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+    except RuntimeError:  # TensorFlow runs already (a notebook, a test): its threads stay
+        logging.info("one chain of ops a step: TensorFlow started before the chains could be "
+                     "set (--cpu_chains 2 in a fresh process runs two)")
+        return ReplicatedModel.parallel_chains
+    logging.info("two chains of ops a step, side by side, one intra-op thread each "
+                 "(--cpu_chains 1 runs one)")
+    ReplicatedModel.parallel_chains = 2
+    return 2
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _on_an_accelerator(strategy: str | tf.distribute.Strategy, tpu: str | None) -> bool:

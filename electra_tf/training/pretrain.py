@@ -178,7 +178,7 @@ def pretrain(*, config: str | None = None, data: str | None = None,
              assume_bert_vocabulary: bool = False,
              strategy: str | tf.distribute.Strategy = "auto", tpu: str | None = None,
              mixed_precision: str = "none", jit_compile: bool | None = None,
-             cpu_devices: int = 0, cpu_chains: int = 1, deterministic: bool = False,
+             cpu_devices: int = 0, cpu_chains: int = 0, deterministic: bool = False,
              export: bool = True,
              stop_at_step: int | None = None, phase_data: Mapping[int, str] | None = None,
              phase_eval_data: Mapping[int, str] | None = None,
@@ -210,8 +210,9 @@ def pretrain(*, config: str | None = None, data: str | None = None,
       mixed_precision: "none", "bf16" or "fp16".
       jit_compile: XLA for the train step (None: on TPU and GPU, off on CPU).
       cpu_devices: split the CPU into this many logical devices (before TensorFlow starts).
-      cpu_chains: run each step's batch as this many chains of ops, one intra-op thread per
-        core / chains (`distribution.use_cpu_chains`; before TensorFlow starts).
+      cpu_chains: run each step's batch as this many chains of ops, with cores / chains
+        intra-op threads (`distribution.use_cpu_chains`; before TensorFlow starts). 0: two
+        on a two-core CPU where TensorFlow has not started yet, else one.
       deterministic: TensorFlow op determinism (bitwise-reproducible runs and resumes).
       export: write the discriminator's SavedModel under model_dir/export/<step>.
       stop_at_step: stop (and save) at this step, with the learning-rate schedule of the whole
@@ -235,7 +236,8 @@ def pretrain(*, config: str | None = None, data: str | None = None,
     if tf.io.gfile.exists(model_dir) and not tf.io.gfile.isdir(model_dir):
         raise RunError(f"--model_dir {model_dir} is an existing file, not a directory")
     distribution.split_cpu(cpu_devices)
-    distribution.use_cpu_chains(cpu_chains, strategy, tpu)
+    distribution.use_cpu_chains(cpu_chains, strategy, tpu,
+                                _micro_batches(config_name, plan, overrides))
     if deterministic:
         tf.config.experimental.enable_op_determinism()
     if stop_at_step is not None and stop_at_step < 1:
@@ -309,6 +311,15 @@ def _read_plan(config_name, demo, train_steps, stop_at_step, phase_data,
         if given:
             raise RunError(f"{config_name} pretrains in {len(plan)} phases: it {why}")
     return phases.with_command_line_data(plan, phase_data, phase_eval_data)
+
+
+def _micro_batches(config_name, plan, overrides) -> list[int]:
+    """The training micro-batch of every phase (of the one recipe without phases), as the
+    recipe and the overrides set it, read without TensorFlow ops (for `use_cpu_chains`)."""
+    phase_overrides = [[]] if plan is None else [list(phase.overrides) for phase in plan]
+    runs = [load_config(config_name, overrides=each + list(overrides), validate=False).run
+            for each in phase_overrides]
+    return [run.train_batch_size // max(1, run.gradient_accumulation_steps) for run in runs]
 
 
 def _phase_done(stage: _Stage) -> bool:

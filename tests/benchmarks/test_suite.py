@@ -59,14 +59,14 @@ def test_serving_variants_are_held_against_the_torch_run_of_their_batch_in_each_
         {"serve_b1": [(OURS_SERVE, {"median_step_s": 0.030})], "serve_b32_intra1": variant})
 
 
-def test_chains_rows_are_held_against_their_tasks_torch_run_in_each_round():
+def test_one_chain_rows_are_held_against_their_tasks_torch_run_in_each_round():
     ours = dict(OURS_PRETRAIN, tokens_per_s=3300.0)
     results = {"classify": [(OURS_PRETRAIN, {"tokens_per_s": 1500.0}),
                             (OURS_PRETRAIN, {"tokens_per_s": 2200.0})],
-               "classify_chains": [(ours, None), (ours, None)],
-               "qa_chains": [(ours, None)]}  # qa's plain row did not run
+               "classify_one_chain": [(ours, None), (ours, None)],
+               "qa_one_chain": [(ours, None)]}  # qa's plain row did not run
     lines = table(results, machine_line([OURS_PRETRAIN]), []).splitlines()
-    chains = [line for line in lines if "--cpu_chains 2" in line]
+    chains = [line for line in lines if "--cpu_chains 1" in line]
     assert "| 3,300 tokens/s (50% of peak) |  | 1.85x (1.50-2.20) |" in chains[0]
     assert "| 3,300 tokens/s (50% of peak) |  |  |" in chains[1]
 
@@ -158,7 +158,7 @@ def test_onnx_runtime_records_are_read_and_each_batch_printed_as_it_ends(tmp_pat
 def test_default_rows_leave_out_bf16_and_256_bit_rows_where_the_cpu_lacks_them():
     for flags in (["AVX-512", "AVX-512 BF16"], ["AVX-512", "AVX-512 BF16", "AMX-BF16", "AMX"]):
         assert default_rows({"cpu_flags": flags}) == (list(ROWS), [])
-    bf16 = ["pretrain_bf16", "pretrain_bf16_chains", "pretrain_bf16_xla256", "classify_bf16",
+    bf16 = ["pretrain_bf16", "pretrain_bf16_one_chain", "pretrain_bf16_xla256", "classify_bf16",
             "qa_bf16", "serve_b1_bf16_intra1", "serve_b32_bf16"]
     # AVX2 only (Zen 3): no 256-bit XLA rows, 256 bits being the default there; AVX-512
     # without BF16: the fp32 one runs

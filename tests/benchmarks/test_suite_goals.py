@@ -28,18 +28,18 @@ def test_each_row_that_can_meet_a_goal_gets_its_median_range_and_rounds():
                             (ours(2800.0, 0.70), {"tokens_per_s": 1600.0}),
                             (ours(2900.0, 0.66), {"tokens_per_s": 2100.0})],
                # run with --nopeak and no torch run: both come from the plain row's round
-               "pretrain_chains": [(ours(3300.0), None), (ours(3080.0), None),
-                                   (ours(3190.0), None)]}
+               "pretrain_one_chain": [(ours(3300.0), None), (ours(3080.0), None),
+                                      (ours(3190.0), None)]}
     text = verdicts(results, [])
     # 3000/2000, 2800/1600, 2900/2100 -> 1.50, 1.75, 1.38: met in the median, 2 rounds of 3
     assert line(text, "pretraining step >= 1.5x", "pretrain").endswith(
         "| 1.50x (1.38-1.75) | 2 of 3 | yes |")
-    assert line(text, "pretraining step >= 1.5x", "pretrain_chains").endswith(
+    assert line(text, "pretraining step >= 1.5x", "pretrain_one_chain").endswith(
         "| 1.65x (1.52-1.93) | 3 of 3 | yes |")
     assert line(text, "pretraining step >= 65%", "pretrain").endswith(
         "| 66% (60-70%) | 2 of 3 | yes |")
     # 0.60 * 1.1, 0.70 * 1.1, 0.66 * 1.1: the plain row's fraction scaled by the speeds
-    assert line(text, "pretraining step >= 65%", "pretrain_chains").endswith(
+    assert line(text, "pretraining step >= 65%", "pretrain_one_chain").endswith(
         "| about 73% (66-77%) | 3 of 3 | yes |")
     assert "classification" not in text and "serving" not in text  # rows that did not run
 
@@ -69,19 +69,19 @@ def test_the_bf16_goal_is_2x_with_amx_and_1_5x_without():
                 "pretrain_bf16").endswith("| 1.36x | 1 of 1 | yes |")
 
 
-def test_a_bf16_chains_row_is_held_against_the_fp32_chains_row_and_the_autocast_run():
+def test_a_bf16_one_chain_row_is_held_against_the_fp32_one_chain_row_and_the_autocast_run():
     results = {"pretrain": [(ours(2000.0, 0.6), None)],
-               "pretrain_chains": [(ours(2400.0), None)],
+               "pretrain_one_chain": [(ours(2400.0), None)],
                "pretrain_bf16": [(ours(3400.0), {"tokens_per_s": 2500.0})],
-               "pretrain_bf16_chains": [(ours(4800.0), None)]}
+               "pretrain_bf16_one_chain": [(ours(4800.0), None)]}
     text = verdicts(results, [], FLAGS + ["AMX-BF16", "AMX"])
     # 4800 / 2400 (not / 2000, the fp32 step run another way); 4800 / 2500, torch's autocast
-    assert line(text, "bf16 pretraining step >= 2x", "pretrain_bf16_chains").endswith(
+    assert line(text, "bf16 pretraining step >= 2x", "pretrain_bf16_one_chain").endswith(
         "| 2.00x | 1 of 1 | yes |")
-    assert line(text, "bf16 pretraining step >= 1.2x", "pretrain_bf16_chains").endswith(
+    assert line(text, "bf16 pretraining step >= 1.2x", "pretrain_bf16_one_chain").endswith(
         "| 1.92x | 1 of 1 | yes |")
-    del results["pretrain_chains"]  # nothing run the same way in fp32: no verdict on it
-    assert "| pretrain_bf16_chains |" not in "\n".join(
+    del results["pretrain_one_chain"]  # nothing run the same way in fp32: no verdict on it
+    assert "| pretrain_bf16_one_chain |" not in "\n".join(
         each for each in verdicts(results, []).splitlines() if ">= 2x" in each)
 
 

@@ -95,12 +95,14 @@ def test_finetune_sets_cpu_chains_before_anything_else(tmp_path, monkeypatch):
 
     calls = []
 
-    def use_cpu_chains(chains, strategy):
-        calls.append((chains, strategy))
+    def use_cpu_chains(chains, strategy, micro_batches):
+        calls.append((chains, strategy, micro_batches))
         raise Stop
 
     monkeypatch.setattr(api.distribution, "use_cpu_chains", use_cpu_chains)
     monkeypatch.setattr(api, "prepare", lambda *args, **kwargs: pytest.fail("prepared first"))
     with pytest.raises(Stop):
-        api.finetune("glue/rte", model_dir=str(tmp_path), cpu_chains=2)
-    assert calls == [(2, "auto")]
+        api.finetune("glue/rte", model_dir=str(tmp_path), cpu_chains=2,
+                     overrides=["finetune.train_batch_size=12",
+                                "finetune.gradient_accumulation_steps=3"])
+    assert calls == [(2, "auto", [4])]  # the micro-batch, for picking the chains

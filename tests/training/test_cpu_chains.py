@@ -32,9 +32,9 @@ def test_one_chain_leaves_threads_and_models_alone(intra_op_calls):
     assert intra_op_calls == [] and ReplicatedModel.parallel_chains == 1
 
 
-def test_chains_refused_below_one_or_after_tensorflow_started(intra_op_calls, monkeypatch):
-    with pytest.raises(StrategyError, match="at least 1, got 0"):
-        use_cpu_chains(0)
+def test_chains_refused_below_zero_or_after_tensorflow_started(intra_op_calls, monkeypatch):
+    with pytest.raises(StrategyError, match="0 \\(pick\\) or at least 1, got -1"):
+        use_cpu_chains(-1)
 
     def started(threads):
         raise RuntimeError("Intra op parallelism cannot be modified after initialization.")
@@ -75,3 +75,75 @@ def test_chains_on_the_cpu_when_no_accelerator_is_there(intra_op_calls, monkeypa
     monkeypatch.delenv("TPU_NAME", raising=False)
     monkeypatch.setattr(distribution, "_tpu_address", lambda tpu: tpu)
     assert use_cpu_chains(2, "auto") == 2 and intra_op_calls == [1]
+
+
+def _cores(monkeypatch, cores):
+    monkeypatch.setattr(distribution.os, "sched_getaffinity", lambda _: set(range(cores)),
+                        raising=False)
+    monkeypatch.setattr(distribution, "_on_an_accelerator", lambda strategy, tpu: False)
+
+
+def test_picking_takes_two_chains_for_one_replica_on_two_cores(intra_op_calls, monkeypatch):
+    _cores(monkeypatch, 2)
+    assert use_cpu_chains(0, "auto", micro_batches=[32, 16]) == 2
+    assert intra_op_calls == [1] and ReplicatedModel.parallel_chains == 2
+
+
+@pytest.mark.parametrize("cores, strategy, micro_batches", [
+    (1, "auto", [32]), (4, "auto", [32]),  # no core to spare, or cores where it is unmeasured
+    (2, "auto", [32, 15]), (2, "auto", []),  # a micro-batch that does not split, or unknown
+    (2, "mirrored", [32]), (2, "multi_worker", [32])])  # replicas: each is a chain already
+def test_picking_keeps_one_chain_elsewhere(intra_op_calls, monkeypatch, cores, strategy,
+                                           micro_batches):
+    _cores(monkeypatch, cores)
+    assert use_cpu_chains(0, strategy, micro_batches=micro_batches) == 1
+    assert intra_op_calls == [] and ReplicatedModel.parallel_chains == 1
+
+
+def test_picking_keeps_one_chain_on_an_accelerator(intra_op_calls, monkeypatch, caplog):
+    monkeypatch.setattr(distribution.os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
+    monkeypatch.setattr(tf.config, "list_physical_devices",
+                        lambda kind=None: [_Device("/physical_device:GPU:0")] if kind == "GPU"
+                        else [])
+    assert use_cpu_chains(0, "auto", micro_batches=[32]) == 1
+    assert intra_op_calls == [] and "is for training on a CPU" not in caplog.text
+    made = tf.distribute.MirroredStrategy(["/cpu:0"])  # one replica, but made by the caller
+    monkeypatch.setattr(distribution, "_on_an_accelerator", lambda strategy, tpu: False)
+    assert use_cpu_chains(0, made, micro_batches=[32]) == 2 and intra_op_calls == [1]
+
+
+def test_picking_after_tensorflow_started_keeps_one_chain_without_an_error(
+        intra_op_calls, monkeypatch, caplog):
+    _cores(monkeypatch, 2)
+
+    def started(threads):
+        raise RuntimeError("Intra op parallelism cannot be modified after initialization.")
+
+    monkeypatch.setattr(tf.config.threading, "set_intra_op_parallelism_threads", started)
+    with caplog.at_level("INFO"):
+        assert use_cpu_chains(0, "auto", micro_batches=[32]) == 1
+    assert ReplicatedModel.parallel_chains == 1
+    assert "TensorFlow started before the chains could be set" in caplog.text
+
+
+def test_pretraining_picks_its_chains_from_every_phases_micro_batch(tmp_path, monkeypatch):
+    from electra_tf.training import pretrain
+
+    class Stop(Exception):
+        pass
+
+    calls = []
+
+    def use_cpu_chains(chains, strategy, tpu, micro_batches):
+        calls.append((chains, micro_batches))
+        raise Stop
+
+    monkeypatch.setattr(pretrain.distribution, "use_cpu_chains", use_cpu_chains)
+    with pytest.raises(Stop):
+        pretrain.pretrain(config="pretrain/demo", model_dir=str(tmp_path), overrides=[
+            "run.train_batch_size=12", "run.gradient_accumulation_steps=4"])
+    assert calls == [(0, [3])] and not any(tmp_path.iterdir())  # before anything is written
+    # NVIDIA's two phases: 67,584 in 48 micro-batches, then 27,648 in 144
+    two_phase = "pretrain/electra_base_two_phase"
+    assert pretrain._micro_batches(two_phase, pretrain.phases.read_phases(two_phase), []) == [
+        1408, 192]

@@ -1,5 +1,5 @@
 """The performance goals, judged from one suite run: for each goal and each row that can meet it
-(a plain row and its variants: `--cpu_chains 2`, one intra-op thread, another export), the
+(a plain row and its variants: `--cpu_chains 1`, one intra-op thread, another export), the
 median of the rounds' values with their range, in how many rounds it reached the goal, and
 whether its median did. Printed under the suite's table, so that a run on any CPU says which
 goals hold there without working the ratios out by hand.
@@ -7,7 +7,7 @@ goals hold there without working the ratios out by hand.
 A round's value is a ratio (the suite's `round_ratios`: ours over torch's or ONNX Runtime's
 speed), our bf16 step over our fp32 step run the same way (with or without `--cpu_chains`) in
 the same round, or the step's fraction of the
-float32 matmul peak: for a row run with `--nopeak` (the `_chains` rows), the plain row's
+float32 matmul peak: for a row run with `--nopeak` (the `_one_chain` rows), the plain row's
 fraction of that round scaled by the two rows' speeds (the same FLOPs a token), marked "about".
 """
 
@@ -31,26 +31,26 @@ GOALS = (
           "serve_b1_xla"), "onnx", 1.0),
     Goal("serving, batch 32 x 128, >= 1.5x torch",
          ("serve_b32", "serve_b32_intra1", "serve_b32_bf16"), "torch", 1.5),
-    Goal("pretraining step >= 1.5x torch", ("pretrain", "pretrain_chains"), "torch", 1.5),
-    Goal("pretraining step >= 65% of the fp32 peak", ("pretrain", "pretrain_chains"), "peak",
+    Goal("pretraining step >= 1.5x torch", ("pretrain", "pretrain_one_chain"), "torch", 1.5),
+    Goal("pretraining step >= 65% of the fp32 peak", ("pretrain", "pretrain_one_chain"), "peak",
          0.65),
     Goal("bf16 pretraining step >= 2x our fp32 with AMX, >= 1.5x with AVX-512 BF16 alone",
-         ("pretrain_bf16", "pretrain_bf16_chains"), "fp32", None),
+         ("pretrain_bf16", "pretrain_bf16_one_chain"), "fp32", None),
     Goal("bf16 pretraining step >= 1.2x torch's autocast",
-         ("pretrain_bf16", "pretrain_bf16_chains"), "torch", 1.2),
-    Goal("classification step >= 1.5x torch", ("classify", "classify_chains"), "torch", 1.5),
-    Goal("SQuAD step >= 1.5x torch", ("qa", "qa_chains"), "torch", 1.5),
+         ("pretrain_bf16", "pretrain_bf16_one_chain"), "torch", 1.2),
+    Goal("classification step >= 1.5x torch", ("classify", "classify_one_chain"), "torch", 1.5),
+    Goal("SQuAD step >= 1.5x torch", ("qa", "qa_one_chain"), "torch", 1.5),
 )
 
 
 def _peak_fractions(name, results):
     """The row's fraction of the float32 peak in each round (None where unknown), and whether
     they are estimates from its plain row."""
-    plain = results.get(name.removesuffix("_chains"), [])
+    plain = results.get(name.removesuffix("_one_chain"), [])
     fractions, estimated = [], False
     for index, (ours, _) in enumerate(results[name]):
         fraction = ours.get("fraction_of_peak")
-        if fraction is None and name.endswith("_chains") and index < len(plain):
+        if fraction is None and name.endswith("_one_chain") and index < len(plain):
             base = plain[index][0]
             if base.get("fraction_of_peak") and "tokens_per_s" in ours:
                 fraction = base["fraction_of_peak"] * ours["tokens_per_s"] / base["tokens_per_s"]
@@ -61,7 +61,7 @@ def _peak_fractions(name, results):
 
 def _over_fp32(name, results):
     """Our bf16 step's speed over our fp32 step's run the same way in each round
-    (`pretrain_bf16` over `pretrain`, `pretrain_bf16_chains` over `pretrain_chains`)."""
+    (`pretrain_bf16` over `pretrain`, `pretrain_bf16_one_chain` over `pretrain_one_chain`)."""
     fp32 = results.get(name.replace("_bf16", ""), [])
     return [ours["tokens_per_s"] / fp32[index][0]["tokens_per_s"]
             if index < len(fp32) and "tokens_per_s" in ours
