@@ -66,7 +66,15 @@ def resolve_config(source=None, config: str = DEFAULT_CONFIG, overrides=(),
 
 def train_micro_batch(config: FinetuneConfig) -> int:
     """The examples of one training micro-batch (for `use_cpu_chains`)."""
-    return config.finetune.train_batch_size // config.finetune.gradient_accumulation_steps
+    return config.finetune.train_batch_size // max(1, config.finetune.gradient_accumulation_steps)
+
+
+def _unchecked_micro_batch(config: str, overrides, task: str | None) -> int:
+    """`train_micro_batch` of the recipe with the task's defaults and the overrides, read
+    before the checkpoint that `resolve_config` checks them against."""
+    return train_micro_batch(load_config(config, overrides=[*kinds.task_overrides(task),
+                                                            *overrides],
+                                         base=FinetuneConfig(), validate=False))
 
 
 def load_task(name: str, **options):
@@ -119,7 +127,7 @@ def finetune(task: str | tasks.TaskData, *, model_dir: str, init_checkpoint: str
     TensorFlow op yet, else one."""
     task_name = task if isinstance(task, str) else getattr(task, "name", None)
     distribution.use_cpu_chains(cpu_chains, strategy or "auto", micro_batches=[
-        train_micro_batch(resolve_config(None, config, overrides, task_name))])
+        _unchecked_micro_batch(config, overrides, task_name)])
     prepared = prepare(task, init_checkpoint=init_checkpoint, config=config, overrides=overrides,
                        vocab_file=vocab_file, do_predict=do_predict, **task_options)
     return run_prepared(prepared, model_dir, num_trials=num_trials, strategy=strategy,
