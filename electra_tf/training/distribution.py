@@ -140,8 +140,9 @@ def _pick_cpu_chains(strategy, tpu, micro_batches: Sequence[int]) -> int:
     try:
         tf.config.threading.set_intra_op_parallelism_threads(1)
     except RuntimeError:  # TensorFlow runs already (a notebook, a test): its threads stay
-        logging.info("one chain of ops a step: TensorFlow started before the chains could be "
-                     "set (--cpu_chains 2 in a fresh process runs two)")
+        if ReplicatedModel.parallel_chains == 1:  # not picked or set earlier in this process
+            logging.info("one chain of ops a step: TensorFlow started before the chains could "
+                         "be set (--cpu_chains 2 in a fresh process runs two)")
         return ReplicatedModel.parallel_chains
     logging.info("two chains of ops a step, side by side, one intra-op thread each "
                  "(--cpu_chains 1 runs one)")

@@ -124,6 +124,12 @@ def test_picking_after_tensorflow_started_keeps_one_chain_without_an_error(
         assert use_cpu_chains(0, "auto", micro_batches=[32]) == 1
     assert ReplicatedModel.parallel_chains == 1
     assert "TensorFlow started before the chains could be set" in caplog.text
+    # a second run in a process whose first run took two chains keeps them, and says nothing
+    caplog.clear()
+    monkeypatch.setattr(ReplicatedModel, "parallel_chains", 2)
+    with caplog.at_level("INFO"):
+        assert use_cpu_chains(0, "auto", micro_batches=[32]) == 2
+    assert "chains could be set" not in caplog.text
 
 
 def test_pretraining_picks_its_chains_from_every_phases_micro_batch(tmp_path, monkeypatch):
