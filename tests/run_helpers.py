@@ -61,8 +61,9 @@ def cli_args(data, vocab, model_dir, steps, *extra):
 def two_chains_by_default() -> bool:
     """Whether a fresh process of an entry point trains an even micro-batch on one replica as
     two chains of ops without --cpu_chains (`distribution.use_cpu_chains`' pick: two cores)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return cores == 2
+    from electra_tf.training.distribution import available_cores  # lazy: imports TensorFlow
+
+    return available_cores() == 2
 
 
 def run_cli(args, timeout=300, env=None, module="electra_tf.run_pretraining"):

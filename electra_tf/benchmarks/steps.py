@@ -263,8 +263,10 @@ def products_side_by_side() -> int:
     / TensorFlow's intra-op threads (1 with its default, every core)."""
     import tensorflow as tf
 
+    from electra_tf.training.distribution import available_cores  # lazy: imports TensorFlow
+
     threads = tf.config.threading.get_intra_op_parallelism_threads()
-    return max(1, len(os.sched_getaffinity(0)) // threads) if threads else 1
+    return max(1, available_cores() // threads) if threads else 1
 
 
 def _time(step, steps, warmup):

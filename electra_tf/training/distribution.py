@@ -120,7 +120,7 @@ def use_cpu_chains(chains: int, strategy: str | tf.distribute.Strategy = "auto",
                         "GPU, so its batches run as one chain", chains)
         return ReplicatedModel.parallel_chains
     try:
-        tf.config.threading.set_intra_op_parallelism_threads(max(1, _cores() // chains))
+        tf.config.threading.set_intra_op_parallelism_threads(max(1, available_cores() // chains))
     except RuntimeError as error:
         raise StrategyError(f"--cpu_chains {chains} must be set before TensorFlow starts "
                             f"running ops ({error})") from error
@@ -133,7 +133,7 @@ def _pick_cpu_chains(strategy, tpu, micro_batches: Sequence[int]) -> int:
     nothing changed)."""
     one_replica = (strategy in ("auto", "one_device") if isinstance(strategy, str)
                    else strategy.num_replicas_in_sync == 1)
-    cores = _cores()
+    cores = available_cores()
     if (not one_replica or cores != 2 or not micro_batches
             or any(batch % 2 for batch in micro_batches) or _on_an_accelerator(strategy, tpu)):
         return ReplicatedModel.parallel_chains
@@ -150,7 +150,7 @@ def _pick_cpu_chains(strategy, tpu, micro_batches: Sequence[int]) -> int:
     return 2
 
 
-def _cores() -> int:
+def available_cores() -> int:
     """The cores this process may run on."""
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
