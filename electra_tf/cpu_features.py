@@ -1,8 +1,9 @@
-"""The CPU's instruction-set flags, as Linux reports them, for choices made before TensorFlow
+"""The CPU's instruction-set flags, as Linux reports them, and the cores this process may use, for choices made before TensorFlow
 starts (which kernels to ask for, how wide XLA's vectors are) and for advice (whether bfloat16
 pays on this CPU)."""
 
 import functools
+import os
 
 
 def first_processor(cpuinfo_path="/proc/cpuinfo") -> dict:
@@ -28,6 +29,13 @@ def cpu_flags(cpuinfo_path="/proc/cpuinfo") -> frozenset:
     """The first processor's flags in `cpuinfo_path` ("avx2", "avx512f", "amx_bf16", ...); empty
     where the file cannot be read (not Linux) or names no flags (ARM lists "Features")."""
     return frozenset(first_processor(cpuinfo_path).get("flags", "").split())
+
+
+def available_cores() -> int:
+    """The logical CPUs this process may run on (its affinity mask where Linux has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def fast_bfloat16_matmuls(cpuinfo_path="/proc/cpuinfo") -> bool:

@@ -16,6 +16,7 @@ import traceback
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.cpu_features import available_cores
 from electra_tf.pretraining_data import pretraining_records as records
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -61,8 +62,6 @@ def cli_args(data, vocab, model_dir, steps, *extra):
 def two_chains_by_default() -> bool:
     """Whether a fresh process of an entry point trains an even micro-batch on one replica as
     two chains of ops without --cpu_chains (`distribution.use_cpu_chains`' pick: two cores)."""
-    from electra_tf.training.distribution import available_cores  # lazy: imports TensorFlow
-
     return available_cores() == 2
 
 

@@ -2,10 +2,9 @@
 which kernels run (AVX-512, AVX-512 BF16, AMX), so numbers from different machines can be told
 apart."""
 
-import os
 import platform
 
-from electra_tf.cpu_features import first_processor
+from electra_tf.cpu_features import available_cores, first_processor
 
 # /proc/cpuinfo flag -> the name a reader knows it by
 FLAGS_OF_NOTE = {"avx512f": "AVX-512", "avx512_bf16": "AVX-512 BF16", "amx_bf16": "AMX-BF16",
@@ -20,10 +19,9 @@ def cpu_description(cpuinfo_path="/proc/cpuinfo") -> dict:
     model = entry.get("model name") or platform.processor() or "unknown"
     flags = set(entry.get("flags", "").split())
     family = {key: entry[key] for key in ("cpu family", "model") if key in entry}
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     if family:  # a VM's model name can be bare ("AMD EPYC"); family and model tell generations
         model += " (" + ", ".join(f"{key} {value}" for key, value in family.items()) + ")"
-    return {"cpu": model, "cores": cores,
+    return {"cpu": model, "cores": available_cores(),
             "cpu_flags": [name for flag, name in FLAGS_OF_NOTE.items() if flag in flags]}
 
 

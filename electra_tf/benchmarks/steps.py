@@ -61,6 +61,7 @@ from absl import app, flags
 
 from electra_tf import console
 from electra_tf.benchmarks.machine import cpu_description
+from electra_tf.cpu_features import available_cores
 from electra_tf.config import FinetuneConfig, QAConfig, load_config
 from electra_tf.onednn import onednn_enabled
 from electra_tf.training.flops import (classification_forward_flops, classification_step_flops,
@@ -262,8 +263,6 @@ def products_side_by_side() -> int:
     """How many products `matmul_peak_gflops` runs at once for the whole machine's peak: cores
     / TensorFlow's intra-op threads (1 with its default, every core)."""
     import tensorflow as tf
-
-    from electra_tf.training.distribution import available_cores  # lazy: imports TensorFlow
 
     threads = tf.config.threading.get_intra_op_parallelism_threads()
     return max(1, available_cores() // threads) if threads else 1

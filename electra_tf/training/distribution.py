@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import tensorflow as tf
 from absl import logging
 
-from electra_tf.cpu_features import fast_bfloat16_matmuls
+from electra_tf.cpu_features import available_cores, fast_bfloat16_matmuls
 from electra_tf.errors import UserError
 from electra_tf.models.replicated import ReplicatedModel
 from electra_tf.training.device_flags import STRATEGIES
@@ -148,13 +148,6 @@ def _pick_cpu_chains(strategy, tpu, micro_batches: Sequence[int]) -> int:
                  "(--cpu_chains 1 runs one)")
     ReplicatedModel.parallel_chains = 2
     return 2
-
-
-def available_cores() -> int:
-    """The cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def _on_an_accelerator(strategy: str | tf.distribute.Strategy, tpu: str | None) -> bool:
