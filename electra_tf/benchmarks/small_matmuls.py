@@ -13,12 +13,17 @@ TensorFlow's intra-op pool).
 `--gradients` adds each product's two gradients as training computes them, the input's dy @ W^T
 and the kernel's x^T @ dy (`torch.matmul` on transposed views for torch): at a training batch's
 `--rows` (4096 for 32 x 128) they compare TensorFlow's oneDNN kernels with torch's own on the
-shapes of a training step.
+shapes of a training step. `--written_transposes` adds the gradient forms that take the
+transposed operand written out by an XLA kernel (dy @ (W^T), (x^T) @ dy and (dy^T @ x)^T), the
+transpose timed with the product, as `electra_tf.models.transformer._training_dense` can take
+them. `--dtype bfloat16` times everything in bfloat16 (torch too).
 
   python -m electra_tf.benchmarks.small_matmuls --rows 128
   python -m electra_tf.benchmarks.small_matmuls --rows 128 --threads 1
   python -m electra_tf.benchmarks.small_matmuls --rows 64 --threads 1 --transposed_kernels
   python -m electra_tf.benchmarks.small_matmuls --rows 4096 --gradients --chain 12
+  python -m electra_tf.benchmarks.small_matmuls --rows 4096 --gradients --written_transposes \
+      --chain 12 --dtype bfloat16
 """
 
 import json
@@ -38,6 +43,10 @@ flags.DEFINE_bool("gradients", False, "Also time each product's input gradient d
 flags.DEFINE_bool("transposed_kernels", False, "Also time each product with its kernel stored "
                   "transposed, [n, k], multiplied as x @ W^T (export_savedmodel "
                   "--transposed_feedforward does this for the feed-forward input).")
+flags.DEFINE_bool("written_transposes", False, "With --gradients, also time each gradient "
+                  "with its transposed operand written out by an XLA kernel, the transpose "
+                  "included: dy @ (W^T), (x^T) @ dy and (dy^T @ x)^T.")
+flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16"], "The products' dtype.")
 flags.DEFINE_integer("repeats", 30, "Timed calls per shape (the median is reported).")
 FLAGS = flags.FLAGS
 
@@ -95,7 +104,7 @@ def main(argv):
                        ("feed-forward in", h, f), ("feed-forward out", f, h)):
         xs, dys = matrices(m, k), matrices(m, n)
         w = (rng.normal(size=(k, n)) / np.sqrt(k)).astype(np.float32)
-        bias = torch.zeros(n) if torch is not None else None
+        bias = torch.zeros(n, dtype=_torch_dtype(torch)) if torch is not None else None
         products = [(what, (m, k, n), w, lambda x, dy, w: tf.matmul(x, w),
                      lambda x, dy, w: torch.addmm(bias, x, w))]
         if FLAGS.transposed_kernels:
@@ -104,35 +113,61 @@ def main(argv):
                              lambda x, dy, w: tf.matmul(x, w, transpose_b=True),
                              lambda x, dy, w: torch.addmm(bias, x, w.t())))
         if FLAGS.gradients:
-            products += [
-                (f"{what}, input gradient dy @ W^T", (m, n, k), w,
-                 lambda x, dy, w: tf.matmul(dy, w, transpose_b=True),
-                 lambda x, dy, w: torch.matmul(dy, w.t())),
-                (f"{what}, kernel gradient x^T @ dy", (k, m, n), w,
-                 lambda x, dy, w: tf.matmul(x, dy, transpose_a=True),
-                 lambda x, dy, w: torch.matmul(x.t(), dy))]
+            products += _gradients(what, m, k, n, w, torch)
         for name, shape, kernel, tf_product, torch_product in products:
             print(json.dumps(_timed(name, shape, l2, xs, dys, kernel, tf_product, torch_product,
                                     tf, torch)), flush=True)
+
+
+def _gradients(what, m, k, n, w, torch):
+    """The gradient products of x [m, k] @ w [k, n] as `products` entries: autodiff's forms,
+    and with `--written_transposes` the forms with a transpose written out by an XLA kernel."""
+    import tensorflow as tf
+    from electra_tf.models.transformer import _transpose_by_xla
+
+    gradients = [
+        (f"{what}, input gradient dy @ W^T", (m, n, k), w,
+         lambda x, dy, w: tf.matmul(dy, w, transpose_b=True),
+         lambda x, dy, w: torch.matmul(dy, w.t())),
+        (f"{what}, kernel gradient x^T @ dy", (k, m, n), w,
+         lambda x, dy, w: tf.matmul(x, dy, transpose_a=True),
+         lambda x, dy, w: torch.matmul(x.t(), dy))]
+    if FLAGS.written_transposes:
+        gradients += [
+            (f"{what}, input gradient dy @ (W^T written)", (m, n, k), w,
+             lambda x, dy, w: tf.matmul(dy, _transpose_by_xla(w)),
+             lambda x, dy, w: torch.matmul(dy, w.t().contiguous())),
+            (f"{what}, kernel gradient (x^T written) @ dy", (k, m, n), w,
+             lambda x, dy, w: tf.matmul(_transpose_by_xla(x), dy),
+             lambda x, dy, w: torch.matmul(x.t().contiguous(), dy)),
+            (f"{what}, kernel gradient ((dy^T written) @ x)^T", (k, m, n), w,
+             lambda x, dy, w: tf.transpose(tf.matmul(_transpose_by_xla(dy), x)),
+             lambda x, dy, w: torch.matmul(dy.t().contiguous(), x).t().contiguous())]
+    return gradients
 
 
 def _timed(what, shape, l2, xs, dys, w, tf_product, torch_product, tf, torch):
     """One JSON record: `--chain` products [m, k] @ [k, n] (`shape`) of `tf_product` over the
     inputs `xs`, `dys` and the kernel `w`, timed in one tf.function, and `torch_product`'s."""
     m, k, n = shape
-    xs_tf, dys_tf = [tf.constant(x) for x in xs], [tf.constant(dy) for dy in dys]
-    w_tf = tf.Variable(w)
+    itemsize = tf.as_dtype(FLAGS.dtype).size
+    xs_tf = [tf.constant(x, dtype=FLAGS.dtype) for x in xs]
+    dys_tf = [tf.constant(dy, dtype=FLAGS.dtype) for dy in dys]
+    w_tf = tf.Variable(tf.constant(w, dtype=FLAGS.dtype))
     chain = tf.function(lambda: [tf_product(x, dy, w_tf) for x, dy in zip(xs_tf, dys_tf)])
     flops = 2 * m * k * n * FLAGS.chain
-    record = {"product": f"[{m}, {k}] @ [{k}, {n}]", "what": what,
-              "operand_mib": round(operand_bytes(m, k, n) / 2 ** 20, 2),
+    record = {"product": f"[{m}, {k}] @ [{k}, {n}]", "what": what, "dtype": FLAGS.dtype,
+              "operand_mib": round(operand_bytes(m, k, n, itemsize) / 2 ** 20, 2),
               "l2_mib_per_core": round(l2 / 2 ** 20, 2) if l2 else None,
-              "single_threaded_by_rule": single_threaded_by_rule(m, k, n, l2) if l2 else None,
+              "single_threaded_by_rule": (single_threaded_by_rule(m, k, n, l2, itemsize)
+                                          if l2 else None),
               "tf_threads": FLAGS.threads or "default",
               "tf_gflop_per_s": gflop_per_s(flops, chain, FLAGS.repeats)}
     if torch is not None:
-        xts, dyts = [torch.from_numpy(x) for x in xs], [torch.from_numpy(dy) for dy in dys]
-        wt = torch.from_numpy(w)
+        dtype = _torch_dtype(torch)
+        xts = [torch.from_numpy(x).to(dtype) for x in xs]
+        dyts = [torch.from_numpy(dy).to(dtype) for dy in dys]
+        wt = torch.from_numpy(w).to(dtype)
 
         def torch_chain():
             with torch.no_grad():
@@ -142,6 +177,11 @@ def _timed(what, shape, l2, xs, dys, w, tf_product, torch_product, tf, torch):
         record["torch_threads"] = torch.get_num_threads()
         record["torch_gflop_per_s"] = gflop_per_s(flops, torch_chain, FLAGS.repeats)
     return record
+
+
+def _torch_dtype(torch):
+    """torch's dtype for `--dtype`."""
+    return getattr(torch, FLAGS.dtype)
 
 
 if __name__ == "__main__":

@@ -75,3 +75,19 @@ def test_transposed_kernels_add_each_product_with_its_kernel_stored_transposed()
                               ("[32, 48] @ [48, 16]", "feed-forward out"))
         for suffix in ("", ", kernel stored transposed")]
     assert all(r["tf_gflop_per_s"] > 0 for r in records)
+
+
+@pytest.mark.slow
+def test_written_transposes_add_three_gradient_forms_in_the_dtype_asked_for():
+    records = _records(*TINY, "--gradients", "--written_transposes", "--dtype", "bfloat16")
+    feedforward_in = [r for r in records if r["what"].startswith("feed-forward in")]
+    # x [32, 16] @ W [16, 48]: dy @ W^T -> [32, 16]; x^T @ dy and (dy^T @ x)^T -> [16, 48].
+    assert [(r["product"], r["what"].split(", ", 1)[-1]) for r in feedforward_in] == [
+        ("[32, 16] @ [16, 48]", "feed-forward in"),
+        ("[32, 48] @ [48, 16]", "input gradient dy @ W^T"),
+        ("[16, 32] @ [32, 48]", "kernel gradient x^T @ dy"),
+        ("[32, 48] @ [48, 16]", "input gradient dy @ (W^T written)"),
+        ("[16, 32] @ [32, 48]", "kernel gradient (x^T written) @ dy"),
+        ("[16, 32] @ [32, 48]", "kernel gradient ((dy^T written) @ x)^T")]
+    assert len(records) == 3 * 6
+    assert all(r["dtype"] == "bfloat16" and r["tf_gflop_per_s"] > 0 for r in records)
