@@ -122,6 +122,7 @@ def main(argv):
 def _gradients(what, m, k, n, w, torch):
     """The gradient products of x [m, k] @ w [k, n] as `products` entries: autodiff's forms,
     and with `--written_transposes` the forms with a transpose written out by an XLA kernel."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     import tensorflow as tf
     from electra_tf.models.transformer import _transpose_by_xla
 
