@@ -104,24 +104,43 @@ def main(argv):
                        ("feed-forward in", h, f), ("feed-forward out", f, h)):
         xs, dys = matrices(m, k), matrices(m, n)
         w = (rng.normal(size=(k, n)) / np.sqrt(k)).astype(np.float32)
-        bias = torch.zeros(n, dtype=_torch_dtype(torch)) if torch is not None else None
-        products = [(what, (m, k, n), w, lambda x, dy, w: tf.matmul(x, w),
-                     lambda x, dy, w: torch.addmm(bias, x, w))]
-        if FLAGS.transposed_kernels:
-            products.append((f"{what}, kernel stored transposed", (m, k, n),
-                             np.ascontiguousarray(w.T),
-                             lambda x, dy, w: tf.matmul(x, w, transpose_b=True),
-                             lambda x, dy, w: torch.addmm(bias, x, w.t())))
-        if FLAGS.gradients:
-            products += _gradients(what, m, k, n, w, torch)
+        products = products_of(what, m, k, n, w, torch, FLAGS.dtype,
+                               transposed_kernels=FLAGS.transposed_kernels,
+                               gradients=FLAGS.gradients,
+                               written_transposes=FLAGS.written_transposes)
         for name, shape, kernel, tf_product, torch_product in products:
             print(json.dumps(_timed(name, shape, l2, xs, dys, kernel, tf_product, torch_product,
                                     tf, torch)), flush=True)
 
 
-def _gradients(what, m, k, n, w, torch):
-    """The gradient products of x [m, k] @ w [k, n] as `products` entries: autodiff's forms,
-    and with `--written_transposes` the forms with a transpose written out by an XLA kernel."""
+def products_of(what, m, k, n, w, torch, dtype="float32", transposed_kernels=False,
+                gradients=False, written_transposes=False):
+    """The timed forms of x [m, k] @ w [k, n] (float32 numpy `w`): a list of (name, [m, k, n]
+    of the product, kernel, tf_product, torch_product), the products called as
+    f(x, dy, kernel) with dy [m, n]. Forms named "input gradient" compute dy @ w^T [m, k],
+    "kernel gradient" x^T @ dy [k, n], the others x @ w [m, n]. `torch` may be None (then
+    torch_product is never called); torch's products take operands of `dtype`."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
+    import numpy as np
+    import tensorflow as tf
+
+    bias = torch.zeros(n, dtype=getattr(torch, dtype)) if torch is not None else None
+    products = [(what, (m, k, n), w, lambda x, dy, w: tf.matmul(x, w),
+                 lambda x, dy, w: torch.addmm(bias, x, w))]
+    if transposed_kernels:
+        products.append((f"{what}, kernel stored transposed", (m, k, n),
+                         np.ascontiguousarray(w.T),
+                         lambda x, dy, w: tf.matmul(x, w, transpose_b=True),
+                         lambda x, dy, w: torch.addmm(bias, x, w.t())))
+    if gradients:
+        products += _gradients(what, m, k, n, w, torch, written_transposes)
+    return products
+
+
+def _gradients(what, m, k, n, w, torch, written_transposes):
+    """The gradient products of x [m, k] @ w [k, n] as `products_of` entries: autodiff's
+    forms, and with `written_transposes` the forms with a transpose written out by an XLA
+    kernel."""
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     import tensorflow as tf
     from electra_tf.models.transformer import _transpose_by_xla
@@ -133,7 +152,7 @@ def _gradients(what, m, k, n, w, torch):
         (f"{what}, kernel gradient x^T @ dy", (k, m, n), w,
          lambda x, dy, w: tf.matmul(x, dy, transpose_a=True),
          lambda x, dy, w: torch.matmul(x.t(), dy))]
-    if FLAGS.written_transposes:
+    if written_transposes:
         gradients += [
             (f"{what}, input gradient dy @ (W^T written)", (m, n, k), w,
              lambda x, dy, w: tf.matmul(dy, _transpose_by_xla(w)),
@@ -165,7 +184,7 @@ def _timed(what, shape, l2, xs, dys, w, tf_product, torch_product, tf, torch):
               "tf_threads": FLAGS.threads or "default",
               "tf_gflop_per_s": gflop_per_s(flops, chain, FLAGS.repeats)}
     if torch is not None:
-        dtype = _torch_dtype(torch)
+        dtype = getattr(torch, FLAGS.dtype)
         xts = [torch.from_numpy(x).to(dtype) for x in xs]
         dyts = [torch.from_numpy(dy).to(dtype) for dy in dys]
         wt = torch.from_numpy(w).to(dtype)
@@ -179,10 +198,6 @@ def _timed(what, shape, l2, xs, dys, w, tf_product, torch_product, tf, torch):
         record["torch_gflop_per_s"] = gflop_per_s(flops, torch_chain, FLAGS.repeats)
     return record
 
-
-def _torch_dtype(torch):
-    """torch's dtype for `--dtype`."""
-    return getattr(torch, FLAGS.dtype)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from electra_tf.benchmarks.small_matmuls import (l2_bytes_per_core, operand_bytes,
-                                                 single_threaded_by_rule)
+                                                 products_of, single_threaded_by_rule)
 
 MIB = 2 ** 20
 TINY = ("--rows", "32", "--hidden", "16", "--intermediate", "48", "--chain", "2", "--repeats",
@@ -91,3 +91,29 @@ def test_written_transposes_add_three_gradient_forms_in_the_dtype_asked_for():
         ("[16, 32] @ [32, 48]", "kernel gradient ((dy^T written) @ x)^T")]
     assert len(records) == 3 * 6
     assert all(r["dtype"] == "bfloat16" and r["tf_gflop_per_s"] > 0 for r in records)
+
+
+def test_every_timed_form_computes_the_product_it_is_named_for():
+    # A form with a wrong transpose would be timed as happily as a right one: compare each
+    # form's output, TensorFlow's and torch's, with numpy's product (float32, exact up to
+    # the summation order).
+    np = pytest.importorskip("numpy")
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    m, k, n = 12, 8, 20
+    x, dy = rng.normal(size=(m, k)).astype(np.float32), rng.normal(size=(m, n)).astype(np.float32)
+    w = rng.normal(size=(k, n)).astype(np.float32)
+    products = products_of("feed-forward in", m, k, n, w, torch, transposed_kernels=True,
+                           gradients=True, written_transposes=True)
+    assert len(products) == 7
+    for name, _, kernel, tf_product, torch_product in products:
+        if "input gradient" in name:
+            expected = dy @ w.T
+        elif "kernel gradient" in name:
+            expected = x.T @ dy
+        else:
+            expected = x @ w
+        ours = np.asarray(tf_product(x, dy, kernel))
+        theirs = torch_product(*map(torch.from_numpy, (x, dy, kernel))).numpy()
+        np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5, err_msg=name)
+        np.testing.assert_allclose(theirs, expected, rtol=1e-5, atol=1e-5, err_msg=name)
