@@ -199,6 +199,5 @@ def _timed(what, shape, l2, xs, dys, w, tf_product, torch_product, tf, torch):
     return record
 
 
-
 if __name__ == "__main__":
     app.run(main)

@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from electra_tf.benchmarks.small_matmuls import (l2_bytes_per_core, operand_bytes,
@@ -95,10 +96,12 @@ def test_written_transposes_add_three_gradient_forms_in_the_dtype_asked_for():
 
 def test_every_timed_form_computes_the_product_it_is_named_for():
     # A form with a wrong transpose would be timed as happily as a right one: compare each
-    # form's output, TensorFlow's and torch's, with numpy's product (float32, exact up to
-    # the summation order).
-    np = pytest.importorskip("numpy")
-    torch = pytest.importorskip("torch")
+    # form's output, TensorFlow's and (where installed) torch's, with numpy's product
+    # (float32: they differ only in the summation order, well inside 1e-4 at these sizes).
+    try:
+        import torch  # lazy: optional, the benchmark's reference side
+    except ImportError:
+        torch = None
     rng = np.random.default_rng(0)
     m, k, n = 12, 8, 20
     x, dy = rng.normal(size=(m, k)).astype(np.float32), rng.normal(size=(m, n)).astype(np.float32)
@@ -114,6 +117,7 @@ def test_every_timed_form_computes_the_product_it_is_named_for():
         else:
             expected = x @ w
         ours = np.asarray(tf_product(x, dy, kernel))
-        theirs = torch_product(*map(torch.from_numpy, (x, dy, kernel))).numpy()
-        np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5, err_msg=name)
-        np.testing.assert_allclose(theirs, expected, rtol=1e-5, atol=1e-5, err_msg=name)
+        np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-4, err_msg=name)
+        if torch is not None:
+            theirs = torch_product(*map(torch.from_numpy, (x, dy, kernel))).numpy()
+            np.testing.assert_allclose(theirs, expected, rtol=1e-5, atol=1e-4, err_msg=name)
