@@ -31,6 +31,7 @@ import os
 
 from absl import app, flags
 
+from electra_tf.benchmarks.matmul_forms import products_of, tf_chain, torch_chain
 from electra_tf.benchmarks.timing import gflop_per_s
 
 flags.DEFINE_integer("rows", 128, "m: tokens of the request (batch x sequence length).")
@@ -113,68 +114,12 @@ def main(argv):
                                     tf, torch)), flush=True)
 
 
-def products_of(what, m, k, n, w, torch, dtype="float32", transposed_kernels=False,
-                gradients=False, written_transposes=False):
-    """The timed forms of x [m, k] @ w [k, n] (float32 numpy `w`): a list of (name, [m, k, n]
-    of the product, kernel, tf_product, torch_product), the products called as
-    f(x, dy, kernel) with dy [m, n]. Forms named "input gradient" compute dy @ w^T [m, k],
-    "kernel gradient" x^T @ dy [k, n], the others x @ w [m, n]. `torch` may be None (then
-    torch_product is never called); torch's products take operands of `dtype`."""
-    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
-    import numpy as np
-    import tensorflow as tf
-
-    bias = torch.zeros(n, dtype=getattr(torch, dtype)) if torch is not None else None
-    products = [(what, (m, k, n), w, lambda x, dy, w: tf.matmul(x, w),
-                 lambda x, dy, w: torch.addmm(bias, x, w))]
-    if transposed_kernels:
-        products.append((f"{what}, kernel stored transposed", (m, k, n),
-                         np.ascontiguousarray(w.T),
-                         lambda x, dy, w: tf.matmul(x, w, transpose_b=True),
-                         lambda x, dy, w: torch.addmm(bias, x, w.t())))
-    if gradients:
-        products += _gradients(what, m, k, n, w, torch, written_transposes)
-    return products
-
-
-def _gradients(what, m, k, n, w, torch, written_transposes):
-    """The gradient products of x [m, k] @ w [k, n] as `products_of` entries: autodiff's
-    forms, and with `written_transposes` the forms with a transpose written out by an XLA
-    kernel."""
-    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
-    import tensorflow as tf
-    from electra_tf.models.transformer import _transpose_by_xla
-
-    gradients = [
-        (f"{what}, input gradient dy @ W^T", (m, n, k), w,
-         lambda x, dy, w: tf.matmul(dy, w, transpose_b=True),
-         lambda x, dy, w: torch.matmul(dy, w.t())),
-        (f"{what}, kernel gradient x^T @ dy", (k, m, n), w,
-         lambda x, dy, w: tf.matmul(x, dy, transpose_a=True),
-         lambda x, dy, w: torch.matmul(x.t(), dy))]
-    if written_transposes:
-        gradients += [
-            (f"{what}, input gradient dy @ (W^T written)", (m, n, k), w,
-             lambda x, dy, w: tf.matmul(dy, _transpose_by_xla(w)),
-             lambda x, dy, w: torch.matmul(dy, w.t().contiguous())),
-            (f"{what}, kernel gradient (x^T written) @ dy", (k, m, n), w,
-             lambda x, dy, w: tf.matmul(_transpose_by_xla(x), dy),
-             lambda x, dy, w: torch.matmul(x.t().contiguous(), dy)),
-            (f"{what}, kernel gradient ((dy^T written) @ x)^T", (k, m, n), w,
-             lambda x, dy, w: tf.transpose(tf.matmul(_transpose_by_xla(dy), x)),
-             lambda x, dy, w: torch.matmul(dy.t().contiguous(), x).t().contiguous())]
-    return gradients
-
-
 def _timed(what, shape, l2, xs, dys, w, tf_product, torch_product, tf, torch):
     """One JSON record: `--chain` products [m, k] @ [k, n] (`shape`) of `tf_product` over the
     inputs `xs`, `dys` and the kernel `w`, timed in one tf.function, and `torch_product`'s."""
     m, k, n = shape
     itemsize = tf.as_dtype(FLAGS.dtype).size
-    xs_tf = [tf.constant(x, dtype=FLAGS.dtype) for x in xs]
-    dys_tf = [tf.constant(dy, dtype=FLAGS.dtype) for dy in dys]
-    w_tf = tf.Variable(tf.constant(w, dtype=FLAGS.dtype))
-    chain = tf.function(lambda: [tf_product(x, dy, w_tf) for x, dy in zip(xs_tf, dys_tf)])
+    chain = tf_chain(xs, dys, w, tf_product, FLAGS.dtype)
     flops = 2 * m * k * n * FLAGS.chain
     record = {"product": f"[{m}, {k}] @ [{k}, {n}]", "what": what, "dtype": FLAGS.dtype,
               "operand_mib": round(operand_bytes(m, k, n, itemsize) / 2 ** 20, 2),
@@ -184,18 +129,9 @@ def _timed(what, shape, l2, xs, dys, w, tf_product, torch_product, tf, torch):
               "tf_threads": FLAGS.threads or "default",
               "tf_gflop_per_s": gflop_per_s(flops, chain, FLAGS.repeats)}
     if torch is not None:
-        dtype = getattr(torch, FLAGS.dtype)
-        xts = [torch.from_numpy(x).to(dtype) for x in xs]
-        dyts = [torch.from_numpy(dy).to(dtype) for dy in dys]
-        wt = torch.from_numpy(w).to(dtype)
-
-        def torch_chain():
-            with torch.no_grad():
-                for xt, dyt in zip(xts, dyts):
-                    torch_product(xt, dyt, wt)
-
         record["torch_threads"] = torch.get_num_threads()
-        record["torch_gflop_per_s"] = gflop_per_s(flops, torch_chain, FLAGS.repeats)
+        record["torch_gflop_per_s"] = gflop_per_s(
+            flops, torch_chain(torch, xs, dys, w, torch_product, FLAGS.dtype), FLAGS.repeats)
     return record
 
 

@@ -8,8 +8,9 @@ import sys
 import numpy as np
 import pytest
 
+from electra_tf.benchmarks.matmul_forms import products_of
 from electra_tf.benchmarks.small_matmuls import (l2_bytes_per_core, operand_bytes,
-                                                 products_of, single_threaded_by_rule)
+                                                 single_threaded_by_rule)
 
 MIB = 2 ** 20
 TINY = ("--rows", "32", "--hidden", "16", "--intermediate", "48", "--chain", "2", "--repeats",
