@@ -3,6 +3,24 @@ transposed, and training's two gradients as autodiff writes them or with a trans
 out, each as TensorFlow and torch compute it (`small_matmuls`, `onednn_primitives`)."""
 
 
+def layer_products(hidden, intermediate, rows, chain):
+    """An encoder layer's three product shapes with random float32 inputs: yields (what, k,
+    n, xs, dys, w) for x [rows, k] @ w [k, n], `xs` `chain` distinct [rows, k] inputs and
+    `dys` `chain` distinct [rows, n] upstream gradients (distinct, so that grappler merges no
+    two products), `w` scaled by 1/sqrt(k). The same seed every call."""
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for what, k, n in (("query/key/value or output projection", hidden, hidden),
+                       ("feed-forward in", hidden, intermediate),
+                       ("feed-forward out", intermediate, hidden)):
+        xs = [rng.normal(size=(rows, k)).astype(np.float32) for _ in range(chain)]
+        dys = [rng.normal(size=(rows, n)).astype(np.float32) for _ in range(chain)]
+        w = (rng.normal(size=(k, n)) / np.sqrt(k)).astype(np.float32)
+        yield what, k, n, xs, dys, w
+
+
 def products_of(what, m, k, n, w, torch, dtype="float32", transposed_kernels=False,
                 gradients=False, written_transposes=False):
     """The timed forms of x [m, k] @ w [k, n] (float32 numpy `w`): a list of (name, [m, k, n]

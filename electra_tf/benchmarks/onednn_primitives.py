@@ -25,7 +25,8 @@ import sys
 
 from absl import app, flags
 
-from electra_tf.benchmarks.matmul_forms import products_of, tf_chain, torch_chain
+from electra_tf.benchmarks.matmul_forms import (layer_products, products_of, tf_chain,
+                                                 torch_chain)
 from electra_tf.benchmarks.onednn_log import LIBRARIES, parse_log, summarize
 
 flags.DEFINE_integer("rows", 4096, "m: tokens of the products (batch x sequence length).")
@@ -71,7 +72,6 @@ def _run_rounds():
     """The child: every form's products, TensorFlow's then torch's, `--rounds` times, a
     `FORM round library index` line before each; oneDNN's log goes to the same stdout."""
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
-    import numpy as np
     import tensorflow as tf
     try:
         import torch
@@ -82,14 +82,10 @@ def _run_rounds():
     tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
     if torch is not None:
         torch.set_num_threads(FLAGS.threads)
-    h, f, m = FLAGS.hidden, FLAGS.intermediate, FLAGS.rows
-    rng = np.random.default_rng(0)
+    m = FLAGS.rows
     calls = []
-    for what, k, n in (("query/key/value or output projection", h, h),
-                       ("feed-forward in", h, f), ("feed-forward out", f, h)):
-        xs = [rng.normal(size=(m, k)).astype(np.float32) for _ in range(FLAGS.chain)]
-        dys = [rng.normal(size=(m, n)).astype(np.float32) for _ in range(FLAGS.chain)]
-        w = (rng.normal(size=(k, n)) / np.sqrt(k)).astype(np.float32)
+    for what, k, n, xs, dys, w in layer_products(FLAGS.hidden, FLAGS.intermediate, m,
+                                                 FLAGS.chain):
         for name, shape, kernel, tf_product, torch_product in products_of(
                 what, m, k, n, w, torch, FLAGS.dtype, gradients=FLAGS.gradients):
             calls.append((name, shape, tf_chain(xs, dys, kernel, tf_product, FLAGS.dtype),

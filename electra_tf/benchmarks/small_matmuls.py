@@ -31,7 +31,8 @@ import os
 
 from absl import app, flags
 
-from electra_tf.benchmarks.matmul_forms import products_of, tf_chain, torch_chain
+from electra_tf.benchmarks.matmul_forms import (layer_products, products_of, tf_chain,
+                                                 torch_chain)
 from electra_tf.benchmarks.timing import gflop_per_s
 
 flags.DEFINE_integer("rows", 128, "m: tokens of the request (batch x sequence length).")
@@ -82,7 +83,6 @@ def l2_bytes_per_core(path="/sys/devices/system/cpu/cpu0/cache"):
 def main(argv):
     del argv
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
-    import numpy as np
     import tensorflow as tf
 
     # One op at a time, as in a request whose products each wait for the one before.
@@ -95,16 +95,9 @@ def main(argv):
     except ImportError:
         torch = None
     l2 = l2_bytes_per_core()
-    h, f, m = FLAGS.hidden, FLAGS.intermediate, FLAGS.rows
-    rng = np.random.default_rng(0)
-
-    def matrices(rows, cols):  # distinct inputs: grappler merges equal products
-        return [rng.normal(size=(rows, cols)).astype(np.float32) for _ in range(FLAGS.chain)]
-
-    for what, k, n in (("query/key/value or output projection", h, h),
-                       ("feed-forward in", h, f), ("feed-forward out", f, h)):
-        xs, dys = matrices(m, k), matrices(m, n)
-        w = (rng.normal(size=(k, n)) / np.sqrt(k)).astype(np.float32)
+    m = FLAGS.rows
+    for what, k, n, xs, dys, w in layer_products(FLAGS.hidden, FLAGS.intermediate, m,
+                                                 FLAGS.chain):
         products = products_of(what, m, k, n, w, torch, FLAGS.dtype,
                                transposed_kernels=FLAGS.transposed_kernels,
                                gradients=FLAGS.gradients,

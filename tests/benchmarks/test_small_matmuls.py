@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from electra_tf.benchmarks.matmul_forms import products_of
+from electra_tf.benchmarks.matmul_forms import layer_products, products_of
 from electra_tf.benchmarks.small_matmuls import (l2_bytes_per_core, operand_bytes,
                                                  single_threaded_by_rule)
 
@@ -22,6 +22,20 @@ def _records(*args):
     result = subprocess.run([sys.executable, "-m", "electra_tf.benchmarks.small_matmuls", *args],
                             capture_output=True, text=True, timeout=300, check=True)
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+
+
+def test_layer_products_are_a_layers_three_shapes_with_distinct_repeatable_inputs():
+    layers = list(layer_products(hidden=16, intermediate=48, rows=8, chain=3))
+    assert [(what, k, n) for what, k, n, *_ in layers] == [
+        ("query/key/value or output projection", 16, 16), ("feed-forward in", 16, 48),
+        ("feed-forward out", 48, 16)]
+    for _, k, n, xs, dys, w in layers:
+        assert [x.shape for x in xs] == [(8, k)] * 3 and [dy.shape for dy in dys] == [(8, n)] * 3
+        assert w.shape == (k, n) and {a.dtype for a in (*xs, *dys, w)} == {np.dtype(np.float32)}
+        assert not np.array_equal(xs[0], xs[1]) and not np.array_equal(dys[1], dys[2])
+    again = list(layer_products(hidden=16, intermediate=48, rows=8, chain=3))
+    assert all(np.array_equal(a[5], b[5]) and np.array_equal(a[3][2], b[3][2])
+               for a, b in zip(layers, again))
 
 
 def test_rule_on_electra_small_single_request_products():
