@@ -13,6 +13,10 @@
 models load with `electra_tf.load`, or with `keras.saving.load_model` once `electra_tf.models`
 is imported (which registers the classes).
 
+Importing the package changes nothing outside it: no environment variable, no TensorFlow
+config, no logging. The commands tune TensorFlow for the CPU before it starts; in Python,
+`electra_tf.tune_cpu()` before importing TensorFlow does the same (electra_tf/cpu_tuning.py).
+
 Names are imported on first use, so `import electra_tf` and `python -m electra_tf.<command>
 --help` stay fast and TensorFlow starts only when something needs it.
 """
@@ -21,18 +25,7 @@ from __future__ import annotations
 
 import importlib
 
-from electra_tf import onednn as _onednn
 from electra_tf import presets as _presets
-from electra_tf import xla_cpu as _xla_cpu
-
-# Before anything imports TensorFlow: its oneDNN kernels on every CPU, not only on the newest
-# (electra_tf/onednn.py says why; TF_ENABLE_ONEDNN_OPTS=0 keeps TensorFlow's default).
-_onednn.prefer_onednn()
-# Before XLA's first compilation: its CPU kernels in 512-bit vectors on CPUs with AVX-512, and
-# none through YNNPACK, whose first run crashed when two threads ran a kernel at once
-# (electra_tf/xla_cpu.py; what XLA_FLAGS sets of either wins).
-_xla_cpu.prefer_wide_vectors()
-_xla_cpu.keep_ynnpack_out()
 
 __version__ = "0.1.0"
 
@@ -92,6 +85,8 @@ _EXPORTS = {
     "export_question_answerer": "electra_tf.export.question_answerer",
     "export_tagger": "electra_tf.export.tagger",
     "show_replaced_tokens": "electra_tf.evaluation.replaced_tokens",
+    # the machine
+    "tune_cpu": "electra_tf.cpu_tuning",
     # errors
     "UserError": "electra_tf.errors",
 }

@@ -4,7 +4,7 @@ TensorFlow prints start-up lines from C++ when it loads (oneDNN notices, CUDA pr
 cpu_feature_guard) and notes through Python logging and warnings (SavedModel and checkpoint
 housekeeping, Keras' "`shuffle=True` was passed, but will be ignored") that are about this
 project's code, not about the user's run. Each entry point calls `setup(__name__)` before
-anything imports TensorFlow:
+anything imports TensorFlow (which also tunes TensorFlow for the CPU, `electra_tf.tune_cpu`):
 
     from electra_tf import console
 
@@ -31,6 +31,8 @@ import sys
 import warnings
 
 from absl import app, flags, logging
+
+from electra_tf import cpu_tuning
 
 VERBOSE = 1  # --verbosity from which the libraries' own lines are shown
 TF_LOG_LEVEL_VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
@@ -66,6 +68,9 @@ def setup(module_name: str, default_verbosity: int = logging.INFO) -> None:
     """
     if module_name not in ("__main__", "__mp_main__"):
         return
+    # Not printing, but due at the same moment: before TensorFlow starts (the commands own the
+    # process; a library user calls electra_tf.tune_cpu() themselves).
+    cpu_tuning.tune_cpu()
     verbosity = requested_verbosity(sys.argv[1:])  # spawned workers get the parent's argv
     if verbosity is None:
         verbosity = default_verbosity

@@ -7,10 +7,10 @@ two-core Zen 3 EPYC Eigen's batch matmuls ran the attention products of a SQuAD 
 GFLOP/s, oneDNN's at 35-107, and the step 1.4x as fast with oneDNN's
 (docs/performance.md#cpus-without-avx-512-amd-zen-3).
 
-TensorFlow reads `TF_ENABLE_ONEDNN_OPTS` once, when it is imported. `import electra_tf` sets it
-to 1 if TensorFlow is not imported yet and the variable is unset: a value you set wins (`0`
-gives Eigen's kernels back), and a process that imported TensorFlow first keeps TensorFlow's
-choice. TensorFlow Serving's model server is built on the same TensorFlow core: the variable
+TensorFlow reads `TF_ENABLE_ONEDNN_OPTS` once, when it is imported. `electra_tf.tune_cpu()`
+(which every command calls first) sets it to 1 if TensorFlow is not imported yet and the
+variable is unset: a value you set wins (`0` gives Eigen's kernels back), and a process that
+imported TensorFlow first keeps TensorFlow's choice. TensorFlow Serving's model server is built on the same TensorFlow core: the variable
 in its environment asks for the same kernels.
 """
 

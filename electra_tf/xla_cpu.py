@@ -8,9 +8,9 @@ vectors unless told otherwise; with 512-bit ones those kernels took 10-15% less 
 AMD Zen 4, and the training steps ran about 5% faster on an Intel Xeon
 (docs/performance.md#xlas-cpu-kernels-in-512-bit-vectors).
 
-XLA reads `XLA_FLAGS` once, at the process's first compilation. `import electra_tf` appends
-`--xla_cpu_prefer_vector_width=512` to it where the CPU has AVX-512 and the variable does not
-already name that option: a width you set wins (`--xla_cpu_prefer_vector_width=256` gives
+XLA reads `XLA_FLAGS` once, at the process's first compilation. `electra_tf.tune_cpu()`
+(which every command calls first) appends `--xla_cpu_prefer_vector_width=512` to it where the
+CPU has AVX-512 and the variable does not already name that option: a width you set wins (`--xla_cpu_prefer_vector_width=256` gives
 XLA's default back), and a process that compiled with XLA before keeps the width it started
 with.
 
@@ -19,9 +19,9 @@ YNNPACK executable the first time it runs; two threads running the same compiled
 the first time at once (the two chains of `--cpu_chains 2`, `electra_tf.models.accumulation`)
 build it at once, and the process died with SIGSEGV in `xla::cpu::EmitYnnSubgraph` (gdb's
 backtrace; 4 of 23 runs of the fp32 pretraining step with two chains on a two-core Intel Xeon
-with AMX, 2026-12-01). `import electra_tf` appends `--xla_cpu_experimental_ynn_fusion_type=`
-(no fusion type: XLA emits those kernels itself) unless the variable names that option; the
-steps ran as fast without YNNPACK (docs/performance.md#two-chains-on-two-cores).
+with AMX, 2026-12-01). `tune_cpu()` appends `--xla_cpu_experimental_ynn_fusion_type=` (no
+fusion type: XLA emits those kernels itself) unless the variable names that option; the steps
+ran as fast without YNNPACK (docs/performance.md#two-chains-on-two-cores).
 """
 
 import os
@@ -56,3 +56,8 @@ def keep_ynnpack_out(environ=os.environ) -> bool:
         return False
     environ[VARIABLE] = f"{current} {WITHOUT_YNNPACK}".strip()
     return True
+
+
+def ynnpack_kept_out(environ=os.environ) -> bool:
+    """Whether `environ[VARIABLE]` keeps YNNPACK out of XLA's kernels (`WITHOUT_YNNPACK`)."""
+    return WITHOUT_YNNPACK in environ.get(VARIABLE, "").split()

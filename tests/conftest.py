@@ -1,4 +1,5 @@
-"""Session setup: quiet TensorFlow, two logical CPU devices for the MirroredStrategy tests."""
+"""Session setup: quiet TensorFlow tuned as the commands tune it, two logical CPU devices for the
+MirroredStrategy tests."""
 
 import importlib
 import os
@@ -7,9 +8,13 @@ import socket
 
 import pytest
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import electra_tf  # noqa: E402
 
-import tensorflow as tf  # noqa: E402  (after the log level is set)
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# The suite runs TensorFlow as the commands do: tuned for the CPU before it starts.
+electra_tf.tune_cpu()
+
+import tensorflow as tf  # noqa: E402  (after the log level and the CPU's settings)
 
 # Must happen before TensorFlow initialises its devices, i.e. before any test runs an op.
 tf.config.set_logical_device_configuration(

@@ -1,4 +1,4 @@
-"""`import electra_tf` asks TensorFlow for its oneDNN kernels on every CPU, unless told not to."""
+"""`electra_tf.tune_cpu()` asks TensorFlow for its oneDNN kernels on every CPU, unless told not to."""
 
 import os
 import subprocess
@@ -8,7 +8,7 @@ import pytest
 
 from electra_tf.onednn import VARIABLE, avx2_without_avx512, prefer_onednn
 
-PROBE = ("import electra_tf, tensorflow\n"
+PROBE = ("import electra_tf\nelectra_tf.tune_cpu()\nimport tensorflow\n"
          "from electra_tf.onednn import onednn_enabled\n"
          "print('oneDNN', onednn_enabled())\n")
 
@@ -31,7 +31,7 @@ def test_sets_the_variable_only_before_tensorflow_and_only_if_unset():
     assert not prefer_onednn(environ, modules={"tensorflow": None}) and environ == {}
 
 
-def test_importing_electra_tf_first_turns_onednn_on_on_any_cpu():
+def test_tuning_before_tensorflow_turns_onednn_on_on_any_cpu():
     # TensorFlow's own default is off on AVX2-only CPUs (AMD Zen 3): there this fails without
     # electra_tf's setting; on CPUs with AVX512_VNNI, AVX512_BF16 or AMX it is on either way.
     assert _probe() == "True"

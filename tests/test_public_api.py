@@ -1,5 +1,7 @@
-"""`import electra_tf`: every public name resolves, the import stays light, `pretrain` runs."""
+"""`import electra_tf`: every public name resolves, the import changes nothing outside the package,
+`tune_cpu` is the opt-in, `pretrain` runs."""
 
+import json
 import os
 import signal
 import subprocess
@@ -10,6 +12,8 @@ import pytest
 import tensorflow as tf
 
 import electra_tf
+from electra_tf import xla_cpu
+from electra_tf.cpu_features import cpu_flags
 from tests.run_helpers import REPO, cli_args, write_records, write_vocab
 
 
@@ -30,12 +34,34 @@ def test_unknown_name_is_an_attribute_error():
         raise AssertionError("expected AttributeError")
 
 
-def test_import_does_not_start_tensorflow():
-    # A fresh interpreter is the point: this process has TensorFlow loaded already.
-    code = "import sys, electra_tf; print('tensorflow' in sys.modules, 'keras' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
-                         timeout=120, check=True).stdout.split()
-    assert out == ["False", "False"]
+@pytest.mark.slow
+def test_importing_the_package_and_every_module_changes_nothing_outside_it():
+    # A fresh interpreter is the point (this one has TensorFlow loaded and tuned, conftest.py),
+    # with none of the variables the commands set for TensorFlow.
+    environ = {key: value for key, value in os.environ.items()
+               if key not in ("TF_ENABLE_ONEDNN_OPTS", "XLA_FLAGS")}
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO, "tests", "import_side_effects_probe.py")],
+        capture_output=True, text=True, cwd=REPO, timeout=300, env=environ)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["package_import"] == {"started": [], "environ": []}
+    assert report["modules"] > 100 and report["changed"] == []
+
+
+def test_tune_cpu_sets_what_the_commands_run_with_and_the_users_values_win():
+    environ = {}
+    changed = electra_tf.tune_cpu(environ, modules={})
+    assert changed == environ and environ["TF_ENABLE_ONEDNN_OPTS"] == "1"
+    assert xla_cpu.WITHOUT_YNNPACK in environ["XLA_FLAGS"].split()
+    assert (xla_cpu.WIDE in environ["XLA_FLAGS"]) == ("avx512f" in cpu_flags())
+    assert electra_tf.tune_cpu(environ, modules={}) == {}  # once is enough
+    mine = {"TF_ENABLE_ONEDNN_OPTS": "0", "XLA_FLAGS": f"{xla_cpu.OPTION}=256"}
+    environ = dict(mine)
+    assert electra_tf.tune_cpu(environ, modules={}) == {
+        "XLA_FLAGS": f"{xla_cpu.OPTION}=256 {xla_cpu.WITHOUT_YNNPACK}"}
+    with pytest.warns(RuntimeWarning, match="after TensorFlow was imported"):
+        electra_tf.tune_cpu({}, modules={"tensorflow": tf})
 
 
 def test_every_error_a_user_can_cause_is_a_user_error():

@@ -1,4 +1,4 @@
-"""`import electra_tf` asks XLA for 512-bit vectors on CPUs with AVX-512 and for no YNNPACK
+"""`electra_tf.tune_cpu()` asks XLA for 512-bit vectors on CPUs with AVX-512 and for no YNNPACK
 fusions, unless told otherwise."""
 
 import os
@@ -11,18 +11,18 @@ import pytest
 
 from electra_tf.cpu_features import cpu_flags
 from electra_tf.xla_cpu import (OPTION, VARIABLE, WIDE, WITHOUT_YNNPACK, YNNPACK_OPTION,
-                                keep_ynnpack_out, prefer_wide_vectors)
+                                keep_ynnpack_out, prefer_wide_vectors, ynnpack_kept_out)
 
 AVX512 = frozenset({"avx2", "avx512f", "avx512bw"})
 AVX2 = frozenset({"avx2", "fma"})
 
-# Compiles one elementwise kernel with XLA after `import electra_tf`, dumping its LLVM IR.
+# Compiles one elementwise kernel with XLA after `electra_tf.tune_cpu()`, dumping its LLVM IR.
 KERNEL = ("f = tf.function(lambda x: tf.math.tanh(x) * 3.0 + x, jit_compile=True)\n"
           "f(tf.ones([4096]))\n")
-PROBE = "import electra_tf, tensorflow as tf\n" + KERNEL
+TUNE = "import warnings, electra_tf\nwarnings.simplefilter('ignore')\nelectra_tf.tune_cpu()\n"
+PROBE = TUNE + "import tensorflow as tf\n" + KERNEL
 # XLA reads its flags at the first compilation, not when TensorFlow is imported or runs ops.
-PROBE_TENSORFLOW_FIRST = ("import tensorflow as tf\ntf.ones([3]) + 1.0\nimport electra_tf\n"
-                          + KERNEL)
+PROBE_TENSORFLOW_FIRST = "import tensorflow as tf\ntf.ones([3]) + 1.0\n" + TUNE + KERNEL
 
 
 @pytest.mark.parametrize("before, after", [
@@ -58,7 +58,7 @@ def _widest_float_vector(tmp_path: pathlib.Path, xla_flags: str, probe=PROBE) ->
 
 @pytest.mark.slow
 @pytest.mark.parametrize("probe", [PROBE, PROBE_TENSORFLOW_FIRST])
-def test_xla_kernels_use_512_bit_vectors_after_import_on_avx512_cpus(tmp_path, probe):
+def test_xla_kernels_use_512_bit_vectors_after_tuning_on_avx512_cpus(tmp_path, probe):
     # 16 float lanes where the CPU has AVX-512, XLA's default of 8 elsewhere.
     expected = 16 if "avx512f" in cpu_flags() else 8
     assert _widest_float_vector(tmp_path, "", probe) == expected
@@ -79,6 +79,11 @@ def test_keeps_ynnpack_out_unless_told_otherwise(before, after):
     assert keep_ynnpack_out(environ) == (before != after) and environ == after
 
 
+def test_ynnpack_is_kept_out_only_where_the_flag_names_no_fusion_type():
+    assert ynnpack_kept_out({VARIABLE: f"{WIDE} {WITHOUT_YNNPACK}"})
+    assert not ynnpack_kept_out({}) and not ynnpack_kept_out({VARIABLE: f"{YNNPACK_OPTION}=dot"})
+
+
 # An XLA kernel with a product, as the transformer's feed-forward gradient has, with YNNPACK's
 # thunk logging on: XLA logs from ynn_fusion_thunk.cc for each kernel it hands to YNNPACK.
 DOT_KERNEL = ("f = tf.function(lambda a, b: tf.matmul(a, b, transpose_b=True), jit_compile=True)\n"
@@ -95,10 +100,10 @@ def _ynnpack_log_lines(prelude: str) -> int:
 
 
 @pytest.mark.slow
-def test_xla_kernels_run_without_ynnpack_after_import():
+def test_xla_kernels_run_without_ynnpack_after_tuning():
     # Two threads running one kernel for the first time crashed in YNNPACK's executable
-    # builder (electra_tf/xla_cpu.py): after the import no kernel goes there; the same kernel
+    # builder (electra_tf/xla_cpu.py): after tune_cpu() no kernel goes there; the same kernel
     # without it does, so the probe sees YNNPACK where it is used.
     if _ynnpack_log_lines("import tensorflow as tf\n") == 0:
         pytest.skip("XLA hands this CPU's product kernel to no YNNPACK fusion: nothing to keep out")
-    assert _ynnpack_log_lines("import electra_tf, tensorflow as tf\n") == 0
+    assert _ynnpack_log_lines(TUNE + "import tensorflow as tf\n") == 0

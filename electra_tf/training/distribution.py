@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import tensorflow as tf
 from absl import logging
 
+from electra_tf import xla_cpu
 from electra_tf.cpu_features import available_cores, fast_bfloat16_matmuls
 from electra_tf.errors import UserError
 from electra_tf.models.replicated import ReplicatedModel
@@ -106,9 +107,10 @@ def use_cpu_chains(chains: int, strategy: str | tf.distribute.Strategy = "auto",
 
     `chains` 0 (`AUTO_CHAINS`, the entry points' default) picks: two chains where a process
     trains one replica on a CPU of two cores (where two chains were measured), every training
-    micro-batch (`micro_batches`, per step) splits in two, and TensorFlow has not started
-    running ops (the thread count is fixed then); one chain otherwise. Returns the chains in
-    use."""
+    micro-batch (`micro_batches`, per step) splits in two, XLA's kernels run without YNNPACK
+    (`electra_tf.tune_cpu()`, which the commands call: with it, two chains crashed) and
+    TensorFlow has not started running ops (the thread count is fixed then); one chain
+    otherwise. Returns the chains in use."""
     if chains < 0:
         raise StrategyError(f"--cpu_chains must be 0 (pick) or at least 1, got {chains}")
     if chains == AUTO_CHAINS:
@@ -119,6 +121,10 @@ def use_cpu_chains(chains: int, strategy: str | tf.distribute.Strategy = "auto",
         logging.warning("--cpu_chains %d is for training on a CPU; this run trains on a TPU or "
                         "GPU, so its batches run as one chain", chains)
         return ReplicatedModel.parallel_chains
+    if not xla_cpu.ynnpack_kept_out():
+        logging.warning("--cpu_chains %d with YNNPACK in XLA's kernels, which crashed when two "
+                        "chains first ran a kernel at once: call electra_tf.tune_cpu() before "
+                        "TensorFlow starts (the commands do)", chains)
     try:
         tf.config.threading.set_intra_op_parallelism_threads(max(1, available_cores() // chains))
     except RuntimeError as error:
@@ -136,6 +142,11 @@ def _pick_cpu_chains(strategy, tpu, micro_batches: Sequence[int]) -> int:
     cores = available_cores()
     if (not one_replica or cores != 2 or not micro_batches
             or any(batch % 2 for batch in micro_batches) or _on_an_accelerator(strategy, tpu)):
+        return ReplicatedModel.parallel_chains
+    if not xla_cpu.ynnpack_kept_out():
+        if ReplicatedModel.parallel_chains == 1:
+            logging.info("one chain of ops a step: two need XLA's kernels without YNNPACK "
+                         "(electra_tf.tune_cpu() before TensorFlow starts, as the commands do)")
         return ReplicatedModel.parallel_chains
     try:
         tf.config.threading.set_intra_op_parallelism_threads(1)

@@ -100,6 +100,24 @@ def test_picking_keeps_one_chain_elsewhere(intra_op_calls, monkeypatch, cores, s
     assert intra_op_calls == [] and ReplicatedModel.parallel_chains == 1
 
 
+def test_picking_keeps_one_chain_where_xla_may_use_ynnpack(intra_op_calls, monkeypatch):
+    # Two chains crashed in YNNPACK's first run (electra_tf/xla_cpu.py): without
+    # electra_tf.tune_cpu() (a library user's process) a pick keeps one chain and says why.
+    _cores(monkeypatch, 2)
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    logged = []
+    monkeypatch.setattr(distribution.logging, "info", lambda message, *args: logged.append(
+        message % args))
+    assert use_cpu_chains(0, "auto", micro_batches=[32]) == 1
+    assert intra_op_calls == [] and ReplicatedModel.parallel_chains == 1
+    assert any("electra_tf.tune_cpu()" in line for line in logged)
+    warned = []
+    monkeypatch.setattr(distribution.logging, "warning", lambda message, *args: warned.append(
+        message % args))
+    assert use_cpu_chains(2, "auto") == 2 and intra_op_calls == [1]  # asked for: warned
+    assert any("YNNPACK" in line and "tune_cpu" in line for line in warned)
+
+
 def test_picking_keeps_one_chain_on_an_accelerator(intra_op_calls, monkeypatch):
     warned = []
     monkeypatch.setattr(distribution.logging, "warning", lambda *args: warned.append(args))
