@@ -158,7 +158,8 @@ def _own_flags(module):
     earlier = sys.modules.pop(module, None)
     try:
         for module_name, defined in list(flags.FLAGS.flags_by_module_dict().items()):
-            if module_name.startswith("electra_tf."):  # the entry points and their shared flags
+            # the entry points, their shared flags, and the probes under tools/
+            if module_name.startswith(("electra_tf.", "tools.")):
                 for flag in list(defined):
                     for flag_name in {flag.name, flag.short_name} - {None}:
                         if flags.FLAGS._flags().get(flag_name) is flag:

@@ -1,6 +1,6 @@
 r"""How well the pretraining stream mixes the corpus: ours against the original's layout.
 
-  python -m electra_tf.benchmarks.shard_mixing --documents 5000 --files 40 --block_bytes 8192
+  python tools/shard_mixing.py --documents 5000 --files 40 --block_bytes 8192
 
 Writes a corpus of numbered documents (every token of document i is the word "d<i>", so each
 example names its source), builds it with `build_pretraining_data`, reads it back through the

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from electra_tf.benchmarks.timing import gflop_per_s, median_seconds
+from tests.run_helpers import REPO
+from tools.perf.timing import gflop_per_s, median_seconds
 
 
 def test_median_seconds_calls_once_untimed_then_takes_the_median():
@@ -22,9 +23,9 @@ def test_median_seconds_calls_once_untimed_then_takes_the_median():
 def test_command_prints_one_line_per_product():
     environ = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0"}
     result = subprocess.run(
-        [sys.executable, "-m", "electra_tf.benchmarks.attention_matmuls", "--batch", "2",
+        [sys.executable, "-m", "tools.perf.attention_matmuls", "--batch", "2",
          "--seq", "64", "--heads", "2", "--head_size", "32", "--repeats", "2", "--chain", "2"],
-        capture_output=True, text=True, timeout=300, check=True, env=environ)
+        capture_output=True, text=True, timeout=300, cwd=REPO, check=True, env=environ)
     records = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert [r["product"] for r in records] == [
         "scores Q K^T", "context P V", "probabilities' gradient dC V^T",

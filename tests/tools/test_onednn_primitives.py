@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from electra_tf.benchmarks.onednn_log import parse_log, summarize
+from tests.run_helpers import REPO
+from tools.perf.onednn_log import parse_log, summarize
 
 # Verbatim line shapes: TensorFlow 2.21's oneDNN v3.7.3 and torch 2.13's v3.12.0 (bf16
 # matmuls), and v3.7.3's float32 gemm_api.
@@ -79,10 +80,10 @@ def test_different_layouts_are_reported():
 @pytest.mark.slow
 def test_command_prints_one_line_per_form():
     result = subprocess.run(
-        [sys.executable, "-m", "electra_tf.benchmarks.onednn_primitives", "--rows", "32",
+        [sys.executable, "-m", "tools.perf.onednn_primitives", "--rows", "32",
          "--hidden", "16", "--intermediate", "48", "--chain", "2", "--calls", "1", "--rounds",
          "2", "--dtype", "float32", "--gradients"],
-        capture_output=True, text=True, timeout=300, check=True)
+        capture_output=True, text=True, timeout=300, cwd=REPO, check=True)
     records = [json.loads(line) for line in result.stdout.splitlines()]
     assert [r["product"] for r in records[:3]] == [
         "[32, 16] @ [16, 16]", "[32, 16] @ [16, 16]", "[16, 32] @ [32, 16]"]

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.benchmarks.serving_calls import requests, time_alternately
+from tools.perf.serving_calls import requests, time_alternately
 from tests.run_helpers import run_in_process
 from tests.test_export_xla import exporter_of
 
@@ -38,7 +38,7 @@ def test_paired_exports_command_compares_two_exports(tmp_path):
     plain = export(str(tmp_path / "plain"), False)
     transposed = export(str(tmp_path / "transposed"), False, "float32", True)
     result = run_in_process(["--a", plain, "--b", transposed, "--batch", "3", "--seq", "8",
-                             "--requests", "2"], module="electra_tf.benchmarks.paired_exports")
+                             "--requests", "2"], module="tools.perf.paired_exports")
     assert result.returncode == 0, result.stderr[-2000:]
     record = json.loads([line for line in result.stdout.splitlines() if line.startswith("{")][-1])
     assert (record["a"], record["b"], record["batch"], record["seq"], record["requests"]) == (

@@ -12,7 +12,7 @@ position in the corpus; the layout of now gives 58-59 and |r| < 0.02 (seeds 0, 3
 import numpy as np
 import pytest
 
-from electra_tf.benchmarks import shard_mixing as mixing
+from tools import shard_mixing as mixing
 from electra_tf.pretraining_data import pipeline
 from electra_tf.pretraining_data.builder import build_pretraining_data
 
@@ -62,7 +62,7 @@ def test_the_benchmark_prints_both_layouts():
 
     result = run_in_process(["--documents", "300", "--files", "6", "--median_lines", "6",
                              "--block_bytes", "4096", "--max_seq_length", "32",
-                             "--batch_size", "32"], module="electra_tf.benchmarks.shard_mixing")
+                             "--batch_size", "32"], module="tools.shard_mixing")
     assert result.returncode == 0, result.stderr[-3000:]
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(r["layout"], r["shards"]) for r in rows][1] == ("original", 1000)

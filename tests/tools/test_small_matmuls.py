@@ -8,8 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from electra_tf.benchmarks.matmul_forms import layer_products, products_of
-from electra_tf.benchmarks.small_matmuls import (l2_bytes_per_core, operand_bytes,
+from tests.run_helpers import REPO
+from tools.perf.matmul_forms import layer_products, products_of
+from tools.perf.small_matmuls import (l2_bytes_per_core, operand_bytes,
                                                  single_threaded_by_rule)
 
 MIB = 2 ** 20
@@ -18,9 +19,9 @@ TINY = ("--rows", "32", "--hidden", "16", "--intermediate", "48", "--chain", "2"
 
 
 def _records(*args):
-    """The JSON lines of `python -m electra_tf.benchmarks.small_matmuls *args`."""
-    result = subprocess.run([sys.executable, "-m", "electra_tf.benchmarks.small_matmuls", *args],
-                            capture_output=True, text=True, timeout=300, check=True)
+    """The JSON lines of `python -m tools.perf.small_matmuls *args`."""
+    result = subprocess.run([sys.executable, "-m", "tools.perf.small_matmuls", *args],
+                            capture_output=True, text=True, timeout=300, cwd=REPO, check=True)
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
 

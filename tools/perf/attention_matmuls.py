@@ -14,8 +14,8 @@ cheaply); TensorFlow's are one `tf.function` that returns a single element of ea
 neither its per-call overhead nor a copy of the products to Python is counted, and torch's are a
 loop of `torch.matmul`. The median of `--repeats` calls is reported.
 
-  python -m electra_tf.benchmarks.attention_matmuls --batch 16 --seq 384
-  TF_ENABLE_ONEDNN_OPTS=0 python -m electra_tf.benchmarks.attention_matmuls --batch 16 --seq 384
+  python -m tools.perf.attention_matmuls --batch 16 --seq 384
+  TF_ENABLE_ONEDNN_OPTS=0 python -m tools.perf.attention_matmuls --batch 16 --seq 384
 """
 
 import json
@@ -23,7 +23,8 @@ import os
 
 from absl import app, flags
 
-from electra_tf.benchmarks.timing import gflop_per_s
+import electra_tf
+from tools.perf.timing import gflop_per_s
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("batch", 16, "Sequences (SQuAD's training batch: 16).")
@@ -85,4 +86,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    electra_tf.tune_cpu()  # before TensorFlow starts, as the commands do
     app.run(main)

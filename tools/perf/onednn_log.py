@@ -1,6 +1,6 @@
 """oneDNN's verbose log (`ONEDNN_VERBOSE=1`) read back: each matmul primitive's own time,
 attributed to the library and the product that ran it by marker lines the caller writes among
-oneDNN's (`electra_tf.benchmarks.onednn_primitives`)."""
+oneDNN's (`tools.perf.onednn_primitives`)."""
 
 import collections
 import statistics

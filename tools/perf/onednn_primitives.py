@@ -3,7 +3,7 @@ between their products is the library's kernel or what calls it.
 
 TensorFlow and torch each link their own oneDNN (TensorFlow 2.21 bundles v3.7.3, torch 2.13
 v3.12.0), and for bfloat16 both run `torch.matmul`/`tf.matmul` as oneDNN matmul primitives.
-This runs the products of an ELECTRA encoder layer (`electra_tf.benchmarks.small_matmuls`'s
+This runs the products of an ELECTRA encoder layer (`tools.perf.small_matmuls`'s
 forms) in alternating rounds, TensorFlow's then torch's, in one child process with
 `ONEDNN_VERBOSE=1`, and reads each primitive's own execution time from oneDNN's log: the time
 inside the library, without TensorFlow's executor or torch's dispatch. Per product it prints one
@@ -14,8 +14,8 @@ GFLOP/s inside the primitive (the first round is a warm-up and not counted).
 torch computes float32 products with MKL, not oneDNN, so with `--dtype float32` only
 TensorFlow's side has primitive times.
 
-  python -m electra_tf.benchmarks.onednn_primitives --rows 4096 --threads 1
-  python -m electra_tf.benchmarks.onednn_primitives --rows 4096 --threads 2 --gradients
+  python -m tools.perf.onednn_primitives --rows 4096 --threads 1
+  python -m tools.perf.onednn_primitives --rows 4096 --threads 2 --gradients
 """
 
 import json
@@ -25,9 +25,9 @@ import sys
 
 from absl import app, flags
 
-from electra_tf.benchmarks.matmul_forms import (layer_products, products_of, tf_chain,
-                                                 torch_chain)
-from electra_tf.benchmarks.onednn_log import LIBRARIES, parse_log, summarize
+import electra_tf
+from tools.perf.matmul_forms import layer_products, products_of, tf_chain, torch_chain
+from tools.perf.onednn_log import LIBRARIES, parse_log, summarize
 
 flags.DEFINE_integer("rows", 4096, "m: tokens of the products (batch x sequence length).")
 flags.DEFINE_integer("hidden", 256, "Hidden size H (ELECTRA-Small 256, Base 768).")
@@ -110,4 +110,5 @@ def _say(line):
 
 
 if __name__ == "__main__":
+    electra_tf.tune_cpu()  # before TensorFlow starts, as the commands do
     app.run(main)

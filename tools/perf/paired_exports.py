@@ -5,16 +5,18 @@ faster, with the machine's drift shared by both.
 Each round calls both signatures once, in turns of A-B then B-A, after three untimed calls of
 each; the JSON line has each one's p50 latency and tokens/s over `--requests` rounds, B's speed
 against A's (A's p50 over B's), and the largest difference between their first float output.
-The requests are `--batch` sequences of `--seq` tokens (`electra_tf.benchmarks.serving_calls.
+The requests are `--batch` sequences of `--seq` tokens (`tools.perf.serving_calls.
 requests`), which any export of this project's models takes.
 
-  python -m electra_tf.benchmarks.paired_exports --a exports/before --b exports/after \
+  python -m tools.perf.paired_exports --a exports/before --b exports/after \
       --batch 32 --threads 1 --requests 40
 """
 
 import json
 
 from absl import app, flags
+
+import electra_tf
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("a", None, "The first SavedModel directory (the baseline).", required=True)
@@ -33,8 +35,8 @@ def main(argv):
     import tensorflow as tf  # lazy: imported once the flags are parsed
 
     from electra_tf.benchmarks.machine import cpu_description  # lazy: reads /proc/cpuinfo
-    from electra_tf.benchmarks.serving_calls import (first_float_output, requests,
-                                                     time_alternately)  # lazy: TensorFlow
+    from tools.perf.serving_calls import (first_float_output, requests,
+                                          time_alternately)  # lazy: TensorFlow
 
     if FLAGS.threads:
         tf.config.threading.set_intra_op_parallelism_threads(FLAGS.threads)
@@ -57,4 +59,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    electra_tf.tune_cpu()  # before TensorFlow starts, as the commands do
     app.run(main)

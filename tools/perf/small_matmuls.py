@@ -18,11 +18,11 @@ transposed operand written out by an XLA kernel (dy @ (W^T), (x^T) @ dy and (dy^
 transpose timed with the product, as `electra_tf.models.transformer._training_dense` can take
 them. `--dtype bfloat16` times everything in bfloat16 (torch too).
 
-  python -m electra_tf.benchmarks.small_matmuls --rows 128
-  python -m electra_tf.benchmarks.small_matmuls --rows 128 --threads 1
-  python -m electra_tf.benchmarks.small_matmuls --rows 64 --threads 1 --transposed_kernels
-  python -m electra_tf.benchmarks.small_matmuls --rows 4096 --gradients --chain 12
-  python -m electra_tf.benchmarks.small_matmuls --rows 4096 --gradients --written_transposes \
+  python -m tools.perf.small_matmuls --rows 128
+  python -m tools.perf.small_matmuls --rows 128 --threads 1
+  python -m tools.perf.small_matmuls --rows 64 --threads 1 --transposed_kernels
+  python -m tools.perf.small_matmuls --rows 4096 --gradients --chain 12
+  python -m tools.perf.small_matmuls --rows 4096 --gradients --written_transposes \
       --chain 12 --dtype bfloat16
 """
 
@@ -31,9 +31,9 @@ import os
 
 from absl import app, flags
 
-from electra_tf.benchmarks.matmul_forms import (layer_products, products_of, tf_chain,
-                                                 torch_chain)
-from electra_tf.benchmarks.timing import gflop_per_s
+import electra_tf
+from tools.perf.matmul_forms import layer_products, products_of, tf_chain, torch_chain
+from tools.perf.timing import gflop_per_s
 
 flags.DEFINE_integer("rows", 128, "m: tokens of the request (batch x sequence length).")
 flags.DEFINE_integer("hidden", 256, "Hidden size H (ELECTRA-Small 256, Base 768).")
@@ -129,4 +129,5 @@ def _timed(what, shape, l2, xs, dys, w, tf_product, torch_product, tf, torch):
 
 
 if __name__ == "__main__":
+    electra_tf.tune_cpu()  # before TensorFlow starts, as the commands do
     app.run(main)
