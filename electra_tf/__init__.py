@@ -69,6 +69,7 @@ _EXPORTS = {
     "PretrainResult": "electra_tf.training.pretrain",
     "read_scalars": "electra_tf.training.callbacks",
     "finetune": "electra_tf.finetuning.api",
+    "finetune_tasks": "electra_tf.finetuning.api",
     "build_classifier": "electra_tf.finetuning.api",
     # loading, conversion, export
     "load": "electra_tf.loading",

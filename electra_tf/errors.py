@@ -22,6 +22,10 @@ class CheckpointError(UserError):
     which both raise it; import it from either)."""
 
 
+class RunError(UserError):
+    """A run (pretraining or fine-tuning) that cannot start as asked."""
+
+
 def exit_on_user_error(run: Callable[[], int]) -> int:
     """Returns `run()`; a `UserError` ends the process with `error: <message>` instead."""
     try:

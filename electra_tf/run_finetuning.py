@@ -34,13 +34,12 @@ FLOPs vs no pretraining vs the majority class (see electra_tf/finetuning/demo.py
 
 from __future__ import annotations
 
-import os
 import sys
 
 from absl import app, flags, logging
 
 from electra_tf import console
-from electra_tf.errors import UserError, exit_on_user_error
+from electra_tf.errors import RunError, exit_on_user_error
 from electra_tf.training import device_flags
 
 console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
@@ -102,10 +101,6 @@ device_flags.define_device_flags()
 flags.adopt_module_key_flags(device_flags)  # listed by --help with this command's own flags
 
 
-class RunError(UserError):
-    """A run that cannot start as asked."""
-
-
 def _label_range() -> tuple[float, float]:
     try:
         low, high = (float(v) for v in FLAGS.label_range)
@@ -115,52 +110,33 @@ def _label_range() -> tuple[float, float]:
 
 
 def run() -> int:
-    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
-    import keras
-
-    from electra_tf.finetuning import api, runner
-    from electra_tf.finetuning.source import resolve_source
-    from electra_tf.training import callbacks, distribution
-
+    """The flags, handed to `finetuning.api.finetune_tasks` (or the demonstration)."""
     if not FLAGS.task:
         # lazy: imported once the flags are parsed, so --help starts no TensorFlow
         from electra_tf.finetuning import demo
 
         return demo.run_demo()
-    if not FLAGS.model_dir:
-        raise RunError("--model_dir is required")
-    if FLAGS.num_trials < 1:
-        raise RunError(f"--num_trials must be at least 1, got {FLAGS.num_trials}")
-    preemption = callbacks.Preemption()
-    source = resolve_source(FLAGS.init_checkpoint) if FLAGS.init_checkpoint else None
-    # Everything that can be refused is checked before any training: config, every task's data.
-    prepared = [api.prepare(
-        name, source=source, config=FLAGS.config or api.DEFAULT_CONFIG, overrides=FLAGS.override,
-        vocab_file=FLAGS.vocab_file, do_predict=FLAGS.do_predict, data_dir=FLAGS.data_dir,
-        use_tfds=FLAGS.tfds, tfds_data_dir=FLAGS.tfds_data_dir, train_file=FLAGS.train_file,
-        dev_file=FLAGS.dev_file, test_file=FLAGS.test_file, predict_file=FLAGS.predict_file,
-        text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
-        label_column=FLAGS.label_column, labels=FLAGS.labels, regression=FLAGS.regression,
-        label_range=_label_range(), tag_column=FLAGS.tag_column)
-        for name in FLAGS.task]
-    distribution.split_cpu(FLAGS.cpu_devices)
-    distribution.use_cpu_chains(FLAGS.cpu_chains, FLAGS.strategy, FLAGS.tpu, micro_batches=[
-        api.train_micro_batch(task.config) for task in prepared])
-    strategy = distribution.make_strategy(FLAGS.strategy, FLAGS.tpu)
-    jit_compile = distribution.use_xla(strategy, FLAGS.jit_compile)
-    distribution.warn_if_bfloat16_is_slow(strategy, FLAGS.mixed_precision)
-    keras.mixed_precision.set_dtype_policy(distribution.DTYPE_POLICIES[FLAGS.mixed_precision])
-    for task in prepared:
-        model_dir = FLAGS.model_dir if len(prepared) == 1 else os.path.join(
-            FLAGS.model_dir, task.task.directory_name)
-        report = api.run_prepared(task, model_dir, num_trials=FLAGS.num_trials,
-                                  strategy=strategy, jit_compile=jit_compile,
-                                  export=FLAGS.export, with_tokenizer=FLAGS.with_tokenizer,
-                                  do_predict=FLAGS.do_predict, preemption=preemption)
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
+    from electra_tf.finetuning import api, runner
+
+    def print_report(report, model_dir):
         print(runner.format_report(report, model_dir), flush=True)
         if report["status"] != "finished":
             logging.info("preempted: rerun the same command to continue")
-            return 0
+
+    api.finetune_tasks(
+        FLAGS.task, model_dir=FLAGS.model_dir, init_checkpoint=FLAGS.init_checkpoint,
+        config=FLAGS.config or api.DEFAULT_CONFIG, overrides=FLAGS.override,
+        vocab_file=FLAGS.vocab_file, num_trials=FLAGS.num_trials, strategy=FLAGS.strategy,
+        tpu=FLAGS.tpu, mixed_precision=FLAGS.mixed_precision, jit_compile=FLAGS.jit_compile,
+        cpu_devices=FLAGS.cpu_devices, cpu_chains=FLAGS.cpu_chains, export=FLAGS.export,
+        with_tokenizer=FLAGS.with_tokenizer, do_predict=FLAGS.do_predict,
+        on_report=print_report, data_dir=FLAGS.data_dir, use_tfds=FLAGS.tfds,
+        tfds_data_dir=FLAGS.tfds_data_dir, train_file=FLAGS.train_file, dev_file=FLAGS.dev_file,
+        test_file=FLAGS.test_file, predict_file=FLAGS.predict_file,
+        text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
+        label_column=FLAGS.label_column, labels=FLAGS.labels, regression=FLAGS.regression,
+        label_range=_label_range(), tag_column=FLAGS.tag_column)
     return 0
 
 

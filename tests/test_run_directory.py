@@ -44,7 +44,7 @@ def fine_tuning_trial(directory, card=None):
 
 
 def fine_tuning_run(model_dir, num_trials):
-    """A run directory as runner.finetune leaves it: its config.yaml and one directory a trial."""
+    """A run directory as runner.run_trials leaves it: its config.yaml and one directory a trial."""
     os.makedirs(model_dir, exist_ok=True)
     rd.write_config(str(model_dir), FinetuneConfig())
     for k in range(num_trials):

@@ -1,4 +1,5 @@
-"""The fine-tuning API that `run_finetuning` calls and notebooks use directly.
+"""Fine-tuning from Python: the one orchestrator (`finetune_tasks`) that `run_finetuning`
+parses its flags into, and notebooks call directly.
 
     from electra_tf.finetuning import build_classifier, finetune
 
@@ -10,14 +11,20 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+from collections.abc import Callable, Sequence
+
+import keras
+import tensorflow as tf
 
 from electra_tf.config import (FinetuneConfig, apply_dict, layerwise_decay_for_width,
                                learning_rate_for_width, load_config)
+from electra_tf.errors import RunError
 from electra_tf.finetuning import kinds, runner, tasks
 from electra_tf.finetuning.common import TaskOptions
 from electra_tf.finetuning.source import EncoderSource, check_fits, resolve_source, restore_encoder
 from electra_tf.models.classifier import ElectraClassifier
-from electra_tf.training import distribution
+from electra_tf.training import callbacks, distribution
 
 
 def build_classifier(init_checkpoint: str, num_labels: int = 2, regression: bool = False,
@@ -33,7 +40,7 @@ def build_classifier(init_checkpoint: str, num_labels: int = 2, regression: bool
 DEFAULT_CONFIG = "finetune/default"
 
 
-def resolve_config(source=None, config: str = DEFAULT_CONFIG, overrides=(),
+def resolve_finetune_config(source=None, config: str = DEFAULT_CONFIG, overrides=(),
                    task: str | None = None, model_config=None) -> FinetuneConfig:
     """The recipe with the init checkpoint's model sizes, then the task's own defaults (as the
     original: max_seq_length 512 for SQuAD), then overrides; checked to fit the checkpoint.
@@ -71,7 +78,7 @@ def train_micro_batch(config: FinetuneConfig) -> int:
 
 def _unchecked_micro_batch(config: str, overrides, task: str | None) -> int:
     """`train_micro_batch` of the recipe with the task's defaults and the overrides, read
-    before the checkpoint that `resolve_config` checks them against."""
+    before the checkpoint that `resolve_finetune_config` checks them against."""
     return train_micro_batch(load_config(config, overrides=[*kinds.task_overrides(task),
                                                             *overrides],
                                          base=FinetuneConfig(), validate=False))
@@ -83,7 +90,7 @@ def load_task(name: str, **options):
     or `chunk` / `ner` (CoNLL files or TFDS conll2003). `options` are `common.TaskOptions`'
     fields (data_dir, use_tfds, train_file, text_a_column, labels, with_test, ...); each kind
     reads the ones it knows."""
-    return kinds.load_task(name, TaskOptions(**options))
+    return kinds.load_task_with_options(name, TaskOptions(**options))
 
 
 @dataclasses.dataclass
@@ -106,36 +113,82 @@ def prepare(task: str | tasks.TaskData, *, init_checkpoint: str | None = None,
     if source is None and init_checkpoint:
         source = resolve_source(init_checkpoint)
     overrides = list(overrides) + ([f"finetune.vocab_file={vocab_file}"] if vocab_file else [])
-    resolved = resolve_config(source, config, overrides,
-                              task if isinstance(task, str) else getattr(task, "name", None))
+    resolved = resolve_finetune_config(source, config, overrides, _task_name(task))
     if isinstance(task, str):
         task = load_task(task, with_test=do_predict, **task_options)
     return PreparedTask(task, resolved, source)
 
 
-def finetune(task: str | tasks.TaskData, *, model_dir: str, init_checkpoint: str | None = None,
-             config: str = DEFAULT_CONFIG, overrides=(), vocab_file: str | None = None,
-             num_trials: int = 1, strategy=None, jit_compile: bool = False, export: bool = True,
-             with_tokenizer: bool = False, do_predict: bool = False, preemption=None,
-             cpu_chains: int = 0, **task_options) -> dict:
-    """Fine-tunes on a task (a name for `load_task`, with its `task_options`, or a `TaskData`)
-    from `init_checkpoint` (None: from scratch) into `model_dir`; returns the report.
-
-    `cpu_chains` > 1 runs each training batch as that many chains of ops on a CPU
-    (`electra_tf.training.distribution.use_cpu_chains`): it has to come before anything in the
-    process runs a TensorFlow op. 0 picks two on a two-core CPU where nothing has run a
-    TensorFlow op yet, else one."""
-    task_name = task if isinstance(task, str) else getattr(task, "name", None)
-    distribution.use_cpu_chains(cpu_chains, strategy or "auto", micro_batches=[
-        _unchecked_micro_batch(config, overrides, task_name)])
-    prepared = prepare(task, init_checkpoint=init_checkpoint, config=config, overrides=overrides,
-                       vocab_file=vocab_file, do_predict=do_predict, **task_options)
-    return run_prepared(prepared, model_dir, num_trials=num_trials, strategy=strategy,
-                        jit_compile=jit_compile, export=export, with_tokenizer=with_tokenizer,
-                        do_predict=do_predict, preemption=preemption)
+def finetune(task: str | tasks.TaskData, *, model_dir: str, **options) -> dict:
+    """Fine-tunes on one task (a name for `load_task`, or a loaded task) into `model_dir`;
+    returns its report. `finetune_tasks` with a single task: the same options, the same steps."""
+    return finetune_tasks([task], model_dir=model_dir, **options)[0]
 
 
-def run_prepared(prepared: PreparedTask, model_dir: str, **run_options) -> dict:
-    """Fine-tunes a prepared task into `model_dir` (`runner.finetune`'s options); the report."""
-    return runner.finetune(prepared.task, prepared.config, model_dir, source=prepared.source,
-                           **run_options)
+@callbacks.with_preemption  # one SIGTERM handler for every task, the caller's put back after
+def finetune_tasks(task_list: Sequence[str | tasks.TaskData], *, model_dir: str,
+                   init_checkpoint: str | None = None, config: str = DEFAULT_CONFIG,
+                   overrides: Sequence[str] = (), vocab_file: str | None = None,
+                   num_trials: int = 1, strategy: str | tf.distribute.Strategy | None = "auto",
+                   tpu: str | None = None, mixed_precision: str = "none",
+                   jit_compile: bool | None = None, cpu_devices: int = 0, cpu_chains: int = 0,
+                   export: bool = True, with_tokenizer: bool = False, do_predict: bool = False,
+                   preemption: callbacks.Preemption | None = None,
+                   on_report: Callable[[dict, str], None] | None = None,
+                   **task_options) -> list[dict]:
+    """Fine-tunes on each task in turn from `init_checkpoint` (None: from scratch); the one
+    orchestrator behind `run_finetuning` and `finetune`. Returns the reports, one per task
+    that ran; a preempted task (SIGTERM) ends the list, and calling again resumes.
+
+    One task trains in `model_dir`, several each in `model_dir/<task>`. `task_options` are
+    `load_task`'s (data_dir, use_tfds, train_file, labels, ...). In order:
+      1. the machine, before anything runs a TensorFlow op: `cpu_devices` logical CPUs and
+         `cpu_chains` chains of ops (0 picks, `distribution.use_cpu_chains`);
+      2. every task's config and data, so that whatever can be refused is refused before any
+         training;
+      3. the strategy (`strategy`, a name or a made one; `tpu`), XLA (`jit_compile`, None:
+         on TPUs and GPUs only) and the dtype policy of `mixed_precision` ("none", "bf16",
+         "fp16"), the caller's policy put back after;
+      4. `num_trials` trials per task; `on_report(report, task_model_dir)` after each task.
+    """
+    if not model_dir:
+        raise RunError("--model_dir is required")
+    if num_trials < 1:
+        raise RunError(f"--num_trials must be at least 1, got {num_trials}")
+    if not task_list:
+        raise RunError("no task to fine-tune on")
+    strategy = strategy or "auto"
+    overrides = list(overrides) + ([f"finetune.vocab_file={vocab_file}"] if vocab_file else [])
+    distribution.split_cpu(cpu_devices)
+    distribution.use_cpu_chains(cpu_chains, strategy, tpu, micro_batches=[
+        _unchecked_micro_batch(config, overrides, _task_name(task)) for task in task_list])
+    source = resolve_source(init_checkpoint) if init_checkpoint else None
+    prepared = [prepare(task, source=source, config=config, overrides=overrides,
+                        do_predict=do_predict, **task_options) for task in task_list]
+    if isinstance(strategy, str):
+        strategy = distribution.make_strategy(strategy, tpu)
+    jit_compile = distribution.use_xla(strategy, jit_compile)
+    distribution.warn_if_bfloat16_is_slow(strategy, mixed_precision)
+    previous_policy = keras.mixed_precision.dtype_policy()
+    keras.mixed_precision.set_dtype_policy(distribution.DTYPE_POLICIES[mixed_precision])
+    reports = []
+    try:  # the models keep their policy; the caller's global one is left as it was
+        for each in prepared:
+            task_dir = model_dir if len(prepared) == 1 else os.path.join(
+                model_dir, each.task.directory_name)
+            report = runner.run_trials(
+                each.task, each.config, task_dir, source=each.source, num_trials=num_trials,
+                strategy=strategy, jit_compile=jit_compile, export=export,
+                with_tokenizer=with_tokenizer, do_predict=do_predict, preemption=preemption)
+            reports.append(report)
+            if on_report is not None:
+                on_report(report, task_dir)
+            if report["status"] != "finished":
+                break
+    finally:
+        keras.mixed_precision.set_dtype_policy(previous_policy)
+    return reports
+
+
+def _task_name(task: str | tasks.TaskData) -> str | None:
+    return task if isinstance(task, str) else getattr(task, "name", None)

@@ -34,7 +34,7 @@ from electra_tf.task_data.classification_features import LabelSpace
 from electra_tf.pretraining_data.masking import max_predictions_per_seq
 from electra_tf.errors import UserError
 from electra_tf.finetuning import runner
-from electra_tf.finetuning.api import resolve_config
+from electra_tf.finetuning.api import resolve_finetune_config
 from electra_tf.finetuning.source import resolve_source
 from electra_tf.finetuning.tasks import TaskData
 from electra_tf.training.flops import pretraining_step_flops
@@ -111,12 +111,13 @@ def run_demo(config_name: str = "finetune/demo", trials: int = TRIALS) -> int:
         _pretrain_mlm_baseline(steps)
     electra, mlm = resolve_source(ELECTRA_DIR), resolve_source(MLM_DIR)
     task = coherence_task(run_directory.demo_data_dir(ELECTRA_DIR))
-    config = resolve_config(electra, config_name, [f"finetune.vocab_file={electra.vocab_file}"])
+    config = resolve_finetune_config(electra, config_name,
+                                     [f"finetune.vocab_file={electra.vocab_file}"])
     rows = []
     for name, source in (("ELECTRA", electra), ("MLM baseline", mlm), ("no pretraining", None)):
         directory = os.path.join(OUTPUT_DIR, name.split()[0].lower())
-        report = runner.finetune(task, config, directory, source=source, num_trials=trials,
-                                 export=name == "ELECTRA")
+        report = runner.run_trials(task, config, directory, source=source, num_trials=trials,
+                                   export=name == "ELECTRA")
         rows.append((name, report["dev"]["dev"]))
     labels = [e.label for e in task.train]
     majority = max(LABELS, key=labels.count)

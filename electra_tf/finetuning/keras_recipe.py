@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from electra_tf.config import FinetuneConfig
-from electra_tf.finetuning.api import resolve_config
+from electra_tf.finetuning.api import resolve_finetune_config
 from electra_tf.training.optimizer import create_optimizer
 
 
@@ -24,8 +24,9 @@ def compile_for_finetuning(model, num_train_steps: int, config: str = "finetune/
     preprocessor = getattr(model, "preprocessor", None)
     length = (preprocessor.sequence_length if preprocessor is not None
               else model.model_config.max_position_embeddings)
-    resolved = resolve_config(None, config, [f"finetune.max_seq_length={length}", *overrides],
-                              model_config=model.model_config)
+    resolved = resolve_finetune_config(None, config,
+                                       [f"finetune.max_seq_length={length}", *overrides],
+                                       model_config=model.model_config)
     optimizer_config = dataclasses.replace(
         resolved.optimizer, train_steps=num_train_steps,
         warmup_steps=int(num_train_steps * resolved.finetune.warmup_proportion))

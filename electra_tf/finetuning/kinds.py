@@ -42,7 +42,7 @@ def kind_named(name: str) -> TaskKind | None:
     return KINDS.get(name)
 
 
-def load_task(name: str, options: TaskOptions):
+def load_task_with_options(name: str, options: TaskOptions):
     """The task's data, read by its kind."""
     return kind_for_task_name(name).load(name, options)
 

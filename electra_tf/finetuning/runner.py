@@ -239,14 +239,14 @@ def summarize(trials: list[dict], job: TaskJob) -> dict:
 
 
 @callbacks.with_preemption
-def finetune(task, config: FinetuneConfig, model_dir: str, *,
-             source: EncoderSource | None = None, num_trials: int = 1, strategy=None,
-             jit_compile: bool = False, export: bool = True, with_tokenizer: bool = False,
-             do_predict: bool = False, preemption: callbacks.Preemption | None = None) -> dict:
+def run_trials(task, config: FinetuneConfig, model_dir: str, *,
+               source: EncoderSource | None = None, num_trials: int = 1, strategy=None,
+               jit_compile: bool = False, export: bool = True, with_tokenizer: bool = False,
+               do_predict: bool = False, preemption: callbacks.Preemption | None = None) -> dict:
     """Fine-tunes `num_trials` times (seeds config.finetune.seed + k) from the same encoder.
 
     `source`: the pretrained encoder (`resolve_source`), or None to train from scratch; `config`
-    should come from `api.resolve_config`, which checks it fits the source. Returns
+    should come from `api.resolve_finetune_config`, which checks it fits the source. Returns
     the report (also `model_dir/report.json`) with every trial's results.
     """
     if num_trials < 1:

@@ -6,7 +6,7 @@ with the best dev accuracy (the first listed on a tie) is chosen, and seeds 1..S
 Seed k trains on `plan.training_subset(train, n, k)` (the same examples for every encoder) with
 finetune.seed k, and is evaluated once, at its end, on dev and test. Every trial runs in its own
 directory (output_dir/finetune/<encoder>/<n>/lr<lr>_seed<k>/) through
-`electra_tf.finetuning.runner.finetune`; a trial already in results.jsonl is not run again, and
+`electra_tf.finetuning.runner.run_trials`; a trial already in results.jsonl is not run again, and
 one the runner finished (results.json) is not retrained.
 """
 
@@ -24,7 +24,7 @@ from absl import logging
 
 from electra_tf import run_directory
 from electra_tf.finetuning import runner
-from electra_tf.finetuning.api import load_task as load_named_task, resolve_config
+from electra_tf.finetuning.api import load_task, resolve_finetune_config
 from electra_tf.finetuning.common import FinetuneError
 from electra_tf.finetuning.source import resolve_source
 from electra_tf.study import plan, results as results_lib
@@ -49,10 +49,10 @@ class GridSettings:
     keep_checkpoints: bool = False
 
 
-def load_task(data: StudyData):
+def load_study_task(data: StudyData):
     """The task's TaskData: train, and dev and test as evaluation splits (dev first)."""
-    task = load_named_task("csv", data_dir=data.task_dir, text_a_column=TEXT_COLUMN,
-                           label_column=LABEL_COLUMN, labels=list(data.labels))
+    task = load_task("csv", data_dir=data.task_dir, text_a_column=TEXT_COLUMN,
+                     label_column=LABEL_COLUMN, labels=list(data.labels))
     test = read_table(os.path.join(data.task_dir, "test.tsv"), text_a_column=TEXT_COLUMN,
                       label_column=LABEL_COLUMN, labels=list(data.labels), split="test")
     return dataclasses.replace(task, eval_splits={"dev": task.eval_splits["dev"], "test": test})
@@ -68,8 +68,8 @@ def base_overrides(settings: GridSettings, vocab_file: str) -> list[str]:
 
 
 def batch_size(settings: GridSettings, sizes_source, vocab_file: str) -> int:
-    return resolve_config(sizes_source, settings.config,
-                          base_overrides(settings, vocab_file)).finetune.train_batch_size
+    return resolve_finetune_config(sizes_source, settings.config,
+                                   base_overrides(settings, vocab_file)).finetune.train_batch_size
 
 
 def check_label_counts(settings: GridSettings, num_train: int, batch: int) -> None:
@@ -138,7 +138,7 @@ def run_grid(encoders: list[plan.Encoder], data: StudyData, settings: GridSettin
              output_dir: str, preemption) -> bool:
     """Runs the grid's missing trials (label counts outermost, smallest first, so a partial study
     has every encoder at the small counts). Returns False when SIGTERM stopped it."""
-    task = load_task(data)
+    task = load_study_task(data)
     sources = {e.name: resolve_source(e.checkpoint) for e in encoders if e.checkpoint}
     sizes_source = next(iter(sources.values()))  # the random encoder gets the same sizes
     batch = batch_size(settings, sizes_source, data.vocab_file)
@@ -167,7 +167,7 @@ def run_grid(encoders: list[plan.Encoder], data: StudyData, settings: GridSettin
             f"optimizer.learning_rate={lr}", f"finetune.num_train_epochs={epochs}",
             f"finetune.seed={seed}"]
         source = sources.get(encoder.name)
-        config = resolve_config(source or sizes_source, settings.config, overrides)
+        config = resolve_finetune_config(source or sizes_source, settings.config, overrides)
         record = run_trial(task, config, encoder, n, lr, seed, epochs, source,
                            plan.trial_directory(output_dir, encoder, n, lr, seed), preemption,
                            settings.keep_checkpoints)
@@ -226,8 +226,8 @@ def run_trial(task, config, encoder: plan.Encoder, n, lr: float, seed: int, epoc
     diverged = False
     try:
         with _runner_lines_quiet():
-            report = runner.finetune(trial_task, config, trial_dir, source=source, num_trials=1,
-                                     export=False, preemption=preemption)
+            report = runner.run_trials(trial_task, config, trial_dir, source=source, num_trials=1,
+                                       export=False, preemption=preemption)
     except FinetuneError as e:
         if "non-finite" not in str(e):
             raise

@@ -20,7 +20,7 @@ from electra_tf.pretraining_data.masking import max_predictions_per_seq
 from electra_tf.study import plan
 from electra_tf.study.data import StudyData
 from electra_tf.training.flops import pretraining_step_flops
-from electra_tf.training.pretrain import RunError, pretrain, resolve_config
+from electra_tf.training.pretrain import RunError, pretrain, resolve_pretrain_config
 
 MLM_OVERRIDE = "objective.electra_objective=false"
 
@@ -38,8 +38,8 @@ def _resolved_config(config_name: str, overrides, data: StudyData):
     files = pipeline.list_shards(data.records)
     if data.heldout_records:
         files += pipeline.list_shards(data.heldout_records)
-    return resolve_config(config_name, overrides, pipeline.read_data_metadata(files),
-                          data.vocab_file)
+    return resolve_pretrain_config(config_name, overrides, pipeline.read_data_metadata(files),
+                                   data.vocab_file)
 
 
 def step_flops(config) -> float:

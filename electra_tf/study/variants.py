@@ -78,18 +78,19 @@ def _finetune(name: str, source_dir: str, random_init: bool) -> dict:
 
     from electra_tf import run_directory
     from electra_tf.finetuning import demo, runner
-    from electra_tf.finetuning.api import resolve_config
+    from electra_tf.finetuning.api import resolve_finetune_config
     from electra_tf.finetuning.source import resolve_source
 
     source = resolve_source(source_dir)
     task = demo.coherence_task(run_directory.demo_data_dir(FLAGS.output_dir))
     if FLAGS.train_pairs:
         task = dataclasses.replace(task, train=task.train[:FLAGS.train_pairs])
-    config = resolve_config(source, "finetune/demo", [f"finetune.vocab_file={source.vocab_file}"])
-    report = runner.finetune(task, config, os.path.join(FLAGS.output_dir, "finetune",
-                                                        name.replace(" ", "_")),
-                             source=None if random_init else source, num_trials=FLAGS.trials,
-                             export=False)
+    config = resolve_finetune_config(source, "finetune/demo",
+                                     [f"finetune.vocab_file={source.vocab_file}"])
+    report = runner.run_trials(task, config, os.path.join(FLAGS.output_dir, "finetune",
+                                                          name.replace(" ", "_")),
+                               source=None if random_init else source, num_trials=FLAGS.trials,
+                               export=False)
     values = report["dev"]["dev"]["values"]
     return {"median": statistics.median(values), "values": values}
 

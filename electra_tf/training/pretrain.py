@@ -28,7 +28,7 @@ from electra_tf.config import ElectraConfig, ObjectiveConfig, check_accumulation
 from electra_tf.pretraining_data import pipeline, run_vocabulary, word_masking
 from electra_tf.pretraining_data import builder as pretraining_data, corpus
 from electra_tf.text import vocab_learning
-from electra_tf.errors import UserError
+from electra_tf.errors import RunError
 from electra_tf.export import export_discriminator
 from electra_tf.models import build_pretrainer
 from electra_tf.models.replicated import ReplicatedModel
@@ -38,10 +38,6 @@ from electra_tf.training.optimizer import create_optimizer
 
 DEFAULT_CONFIG = "pretrain/demo"
 DEMO_VOCAB_SIZE = 2500  # about what the embedded corpus supports at min_frequency 10
-
-
-class RunError(UserError):
-    """A run that cannot start as asked."""
 
 
 @dataclasses.dataclass
@@ -105,9 +101,9 @@ def _user_settings(config, overrides: Sequence[str]) -> dict[str, int]:
     return settings
 
 
-def resolve_config(config: str, overrides: Sequence[str], metadata_by_directory: dict[str, dict],
-                   vocab_file: str | None = None,
-                   assume_bert_vocabulary: bool = False) -> ElectraConfig:
+def resolve_pretrain_config(config: str, overrides: Sequence[str],
+                            metadata_by_directory: dict[str, dict], vocab_file: str | None = None,
+                            assume_bert_vocabulary: bool = False) -> ElectraConfig:
     """The recipe with the overrides, then the vocabulary size and special ids of the data
     (see `electra_tf.pretraining_data.run_vocabulary`), checked against everything the user set."""
     resolved = load_config(config, overrides=list(overrides))
@@ -252,7 +248,7 @@ def pretrain(*, config: str | None = None, data: str | None = None,
         files = pipeline.list_shards(stage_data)
         eval_files = pipeline.list_shards(stage_eval_data) if stage_eval_data else []
         metadata = pipeline.read_data_metadata(files + eval_files)
-        run_config = resolve_config(config_name, stage_overrides, metadata, vocab_file,
+        run_config = resolve_pretrain_config(config_name, stage_overrides, metadata, vocab_file,
                                     assume_bert_vocabulary)
         pipeline.check_sequence_length(metadata, run_config.run.max_seq_length)
         if eval_files:

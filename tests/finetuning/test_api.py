@@ -95,8 +95,8 @@ def test_finetune_sets_cpu_chains_before_anything_else(tmp_path, monkeypatch):
 
     calls = []
 
-    def use_cpu_chains(chains, strategy, micro_batches):
-        calls.append((chains, strategy, micro_batches))
+    def use_cpu_chains(chains, strategy, tpu, micro_batches):
+        calls.append((chains, strategy, tpu, micro_batches))
         raise Stop
 
     monkeypatch.setattr(api.distribution, "use_cpu_chains", use_cpu_chains)
@@ -105,4 +105,4 @@ def test_finetune_sets_cpu_chains_before_anything_else(tmp_path, monkeypatch):
         api.finetune("glue/rte", model_dir=str(tmp_path), cpu_chains=2,
                      overrides=["finetune.train_batch_size=12",
                                 "finetune.gradient_accumulation_steps=3"])
-    assert calls == [(2, "auto", [4])]  # the micro-batch, for picking the chains
+    assert calls == [(2, "auto", None, [4])]  # the micro-batch, for picking the chains

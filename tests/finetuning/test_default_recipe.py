@@ -10,7 +10,7 @@ from electra_tf.config import FinetuneConfig, learning_rate_for_width, load_conf
 from electra_tf.task_data.classification_data import Example
 from electra_tf.task_data.classification_features import LabelSpace
 from electra_tf.finetuning import api
-from electra_tf.finetuning.runner import finetune, steps_for
+from electra_tf.finetuning.runner import run_trials, steps_for
 from electra_tf.finetuning.tasks import TaskData
 from tests.finetuning.helpers import TINY_MODEL, TOPIC_A, TOPIC_B, pair_task, write_vocab
 
@@ -25,15 +25,15 @@ def test_learning_rate_for_width_is_the_papers_at_its_sizes():
 
 def test_the_default_recipe_takes_the_rate_of_its_width_unless_one_is_named():
     assert api.DEFAULT_CONFIG == "finetune/default"
-    small = api.resolve_config(None, overrides=["model.hidden_size=128", "model.num_heads=2",
+    small = api.resolve_finetune_config(None, overrides=["model.hidden_size=128", "model.num_heads=2",
                                                 "model.intermediate_size=512"])
     assert small.optimizer.learning_rate == 6e-4 and small.finetune.min_train_steps == 100
-    assert api.resolve_config(None).optimizer.learning_rate == 3e-4  # ELECTRA-Small's width
-    named = api.resolve_config(None, overrides=["optimizer.learning_rate=2e-5"])
+    assert api.resolve_finetune_config(None).optimizer.learning_rate == 3e-4  # ELECTRA-Small's width
+    named = api.resolve_finetune_config(None, overrides=["optimizer.learning_rate=2e-5"])
     assert named.optimizer.learning_rate == 2e-5
-    original = api.resolve_config(None, "finetune/small")
+    original = api.resolve_finetune_config(None, "finetune/small")
     assert original.optimizer.learning_rate == 1e-4 and original.finetune.min_train_steps == 0
-    large = api.resolve_config(None, "finetune/large")  # recipes that name a rate keep it
+    large = api.resolve_finetune_config(None, "finetune/large")  # recipes that name a rate keep it
     assert large.optimizer.learning_rate == 5e-5
 
 
@@ -42,15 +42,15 @@ def test_the_default_recipe_takes_layerwise_decay_by_size_as_the_original_switch
                    "model.intermediate_size=4096", "model.embedding_size=1024"]
     base_sizes = ["model.hidden_size=768", "model.num_heads=12", "model.num_layers=12",
                   "model.intermediate_size=3072", "model.embedding_size=768"]
-    large = api.resolve_config(None, overrides=large_sizes)
+    large = api.resolve_finetune_config(None, overrides=large_sizes)
     assert (large.optimizer.learning_rate, large.optimizer.layerwise_lr_decay) == (5e-5, 0.9)
-    base = api.resolve_config(None, overrides=base_sizes)
+    base = api.resolve_finetune_config(None, overrides=base_sizes)
     assert (base.optimizer.learning_rate, base.optimizer.layerwise_lr_decay) == (1e-4, 0.8)
-    small = api.resolve_config(None)
+    small = api.resolve_finetune_config(None)
     assert (small.optimizer.learning_rate, small.optimizer.layerwise_lr_decay) == (3e-4, 0.8)
-    named = api.resolve_config(None, overrides=large_sizes + ["optimizer.layerwise_lr_decay=0.7"])
+    named = api.resolve_finetune_config(None, overrides=large_sizes + ["optimizer.layerwise_lr_decay=0.7"])
     assert named.optimizer.layerwise_lr_decay == 0.7  # a value the user names is kept
-    assert api.resolve_config(None, "finetune/small", large_sizes  # as are a recipe's own
+    assert api.resolve_finetune_config(None, "finetune/small", large_sizes  # as are a recipe's own
                               ).optimizer.layerwise_lr_decay == 0.8
 
 
@@ -94,9 +94,9 @@ def test_the_default_learns_from_200_labels_where_the_original_recipe_does_not(t
                            "finetune.log_every_steps=1000"]
     accuracy = {}
     for name in ("finetune/default", "finetune/small"):
-        config = api.resolve_config(None, name, common)
-        report = finetune(task, config, str(tmp_path / name.split("/")[1]), num_trials=2,
-                          export=False)
+        config = api.resolve_finetune_config(None, name, common)
+        report = run_trials(task, config, str(tmp_path / name.split("/")[1]), num_trials=2,
+                            export=False)
         accuracy[name] = report["dev"]["dev"]["median"]
     # width 32: lr 2.4e-3 for 105 steps, against 1e-4 for 21 steps
     assert accuracy["finetune/default"] >= 90.0, accuracy

@@ -62,8 +62,8 @@ def test_table_lists_every_row_and_the_majority_class():
 
 
 def test_the_demo_recipe_takes_the_learning_rate_of_the_tiny_models_width():
-    from electra_tf.finetuning.api import resolve_config
+    from electra_tf.finetuning.api import resolve_finetune_config
 
-    config = resolve_config(None, "finetune/demo", ["model.hidden_size=64", "model.num_heads=1",
+    config = resolve_finetune_config(None, "finetune/demo", ["model.hidden_size=64", "model.num_heads=1",
                                                     "model.intermediate_size=256"])
     assert config.optimizer.learning_rate == 1.2e-3 and config.finetune.max_seq_length == 64

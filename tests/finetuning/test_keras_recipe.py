@@ -6,7 +6,7 @@ import pytest
 
 import electra_tf  # noqa: F401  registers compile_for_finetuning's recipe
 from electra_tf.config import ModelConfig
-from electra_tf.finetuning.runner import finetune
+from electra_tf.finetuning.runner import run_trials
 from electra_tf.models import ElectraClassifier
 from electra_tf.preprocessing.text_classifier import ElectraTextClassifierPreprocessor
 from tests.finetuning.helpers import pair_task, tiny_config, write_vocab
@@ -19,7 +19,7 @@ LEARN = ["optimizer.learning_rate=1e-3", "finetune.num_train_epochs=25"]
 def test_fit_on_strings_matches_run_finetuning_on_the_same_task(tmp_path):
     vocab = write_vocab(tmp_path / "vocab.txt")
     task, config = pair_task(), tiny_config(vocab, *LEARN)
-    report = finetune(task, config, str(tmp_path / "run"), num_trials=2, export=False)
+    report = run_trials(task, config, str(tmp_path / "run"), num_trials=2, export=False)
     by_runner = report["dev"]["dev"]["values"]
 
     labels = task.label_space.labels

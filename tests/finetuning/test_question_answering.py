@@ -29,7 +29,7 @@ def v11_run(tmp_path_factory):
     vocab = write_vocab(root / "vocab.txt")
     task = load_squad_task("squad/v1.1", data_dir=write_squad(root / "data", 400, 100, "1.1"))
     config = qa_config(vocab)
-    report = runner.finetune(task, config, str(root / "run"), with_tokenizer=True)
+    report = runner.run_trials(task, config, str(root / "run"), with_tokenizer=True)
     return root, vocab, config, report
 
 
@@ -69,8 +69,8 @@ def test_v11_prediction_files_have_the_official_layout(v11_run):
 def test_v20_learns_to_tell_unanswerable_questions(tmp_path):
     vocab = write_vocab(tmp_path / "vocab.txt")
     task = load_squad_task("squad/v2.0", data_dir=write_squad(tmp_path / "data", 400, 100, "v2.0"))
-    report = runner.finetune(task, qa_config(vocab, "finetune.num_train_epochs=6"),
-                             str(tmp_path / "run"), export=False)
+    report = runner.run_trials(task, qa_config(vocab, "finetune.num_train_epochs=6"),
+                               str(tmp_path / "run"), export=False)
     last = report["trial_results"][0]["dev"]["dev"]["last"]
     assert {"exact", "f1", "HasAns_exact", "NoAns_exact", "best_exact", "best_f1_thresh"} <= set(last)
     null_odds = json.loads((tmp_path / "run" / "predictions" / "dev" / "null_odds.json").read_text())

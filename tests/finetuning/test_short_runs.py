@@ -4,7 +4,7 @@ import logging
 
 import pytest
 
-from electra_tf.finetuning.runner import MIN_LR_STEPS, finetune, short_run_warning
+from electra_tf.finetuning.runner import MIN_LR_STEPS, run_trials, short_run_warning
 from tests.finetuning.helpers import pair_task, tiny_config, write_vocab
 
 
@@ -27,6 +27,6 @@ def test_finetune_logs_the_warning_once_per_run(tmp_path, caplog):
     vocab = write_vocab(tmp_path / "vocab.txt")
     task = pair_task(n_train=64, n_dev=32)  # 2 steps an epoch, 3 epochs at 1e-4: 6 steps
     with caplog.at_level(logging.WARNING):
-        finetune(task, tiny_config(vocab), str(tmp_path / "run"), num_trials=2, export=False)
+        run_trials(task, tiny_config(vocab), str(tmp_path / "run"), num_trials=2, export=False)
     warnings = [r.getMessage() for r in caplog.records if "fine-tuning for only" in r.getMessage()]
     assert len(warnings) == 1 and "only 6 steps" in warnings[0], warnings

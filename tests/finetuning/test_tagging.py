@@ -23,10 +23,10 @@ def conll_dir(tmp_path):
 
 
 def test_tagging_tasks_read_windows_of_256_tokens_unless_overridden():
-    assert api.resolve_config(task="chunk").finetune.max_seq_length == 256
-    assert api.resolve_config(task="ner").finetune.max_seq_length == 256
-    assert api.resolve_config(task="glue/rte").finetune.max_seq_length == 128
-    overridden = api.resolve_config(task="ner", overrides=["finetune.max_seq_length=64"])
+    assert api.resolve_finetune_config(task="chunk").finetune.max_seq_length == 256
+    assert api.resolve_finetune_config(task="ner").finetune.max_seq_length == 256
+    assert api.resolve_finetune_config(task="glue/rte").finetune.max_seq_length == 128
+    overridden = api.resolve_finetune_config(task="ner", overrides=["finetune.max_seq_length=64"])
     assert overridden.finetune.max_seq_length == 64
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.finetuning.runner import featurize_task, finetune, run_trial
+from electra_tf.finetuning.runner import featurize_task, run_trial, run_trials
 from electra_tf.training.callbacks import Preemption
 from tests.finetuning.helpers import pair_task, regression_task, tiny_config, write_vocab
 from tests.run_helpers import REPO
@@ -25,8 +25,8 @@ def vocab(tmp_path_factory):
 
 
 def test_pair_task_reaches_95_percent_dev_accuracy(vocab, tmp_path):
-    report = finetune(pair_task(), tiny_config(vocab, *LEARN), str(tmp_path), num_trials=2,
-                      export=False)
+    report = run_trials(pair_task(), tiny_config(vocab, *LEARN), str(tmp_path), num_trials=2,
+                        export=False)
     accuracies = report["dev"]["dev"]["values"]
     assert len(accuracies) == 2 and min(accuracies) >= 95.0, accuracies
     first = report["trial_results"][0]["history"]
@@ -35,9 +35,9 @@ def test_pair_task_reaches_95_percent_dev_accuracy(vocab, tmp_path):
 
 
 def test_regression_task_correlates(vocab, tmp_path):
-    report = finetune(regression_task(), tiny_config(vocab, "optimizer.learning_rate=1e-3",
-                                                     "finetune.num_train_epochs=5"),
-                      str(tmp_path), num_trials=2, export=False)
+    report = run_trials(regression_task(), tiny_config(vocab, "optimizer.learning_rate=1e-3",
+                                                       "finetune.num_train_epochs=5"),
+                        str(tmp_path), num_trials=2, export=False)
     for trial in report["trial_results"]:
         last = trial["dev"]["dev"]["last"]
         assert last["pearson"] > 80.0 and last["spearman"] > 80.0, last
