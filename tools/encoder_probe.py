@@ -57,7 +57,7 @@ def mean_cosine(v, rng, pairs=20000):
 def analyse(encoder, n, seed=0):
     random_init = encoder.startswith("random:")
     src = resolve_source(encoder.split(":", 1)[1] if random_init else encoder)
-    config = api.resolve_config(src, "finetune/small", ["finetune.max_seq_length=128"])
+    config = api.resolve_finetune_config(src, "finetune/small", ["finetune.max_seq_length=128"])
     job = ClassificationJob(subtask(n, seed), config, src.vocab_file or finetune_trials.ARGS.vocab_file)
     import keras
     keras.utils.set_random_seed(seed)

@@ -63,7 +63,7 @@ def mean_pool_head(model):
 def trial(encoder, n, seed, lr, epochs, pooling="cls", extra=()):
     random_init = encoder.startswith("random:")
     src = resolve_source(encoder.split(":", 1)[1] if random_init else encoder)
-    config = api.resolve_config(src, "finetune/small", [
+    config = api.resolve_finetune_config(src, "finetune/small", [
         f"optimizer.learning_rate={lr}", f"finetune.num_train_epochs={epochs}",
         "finetune.max_seq_length=128", *extra])
     job = ClassificationJob(subtask(n, seed), config, src.vocab_file or ARGS.vocab_file)

@@ -362,7 +362,7 @@ def main(argv=None):
     vocab_file = args.vocab_file or source.vocab_file
     if not vocab_file:
         raise SystemExit("no vocabulary found with the run: give --vocab_file")
-    config = api.resolve_config(source, "finetune/small",
+    config = api.resolve_finetune_config(source, "finetune/small",
                                 [f"finetune.max_seq_length={args.max_seq_length}"])
     num_layers = config.model.num_layers
 
