@@ -23,9 +23,8 @@ Names are imported on first use, so `import electra_tf` and `python -m electra_t
 
 from __future__ import annotations
 
-import importlib
-
 from electra_tf import presets as _presets
+from electra_tf.lazy_names import lazy_names as _lazy_names
 
 __version__ = "0.1.0"
 
@@ -93,16 +92,4 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'electra_tf' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _lazy_names(__name__, _EXPORTS)

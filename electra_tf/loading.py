@@ -30,7 +30,6 @@ head, or a fine-tuned model). A keras-hub preset's tokenizer, if it has one, is 
 from __future__ import annotations
 
 import os
-import types
 
 import keras
 import keras_hub
@@ -153,8 +152,7 @@ def load_encoder(path: str) -> ElectraEncoder:
         return encoder
     source = resolve_source(located.checkpoint or located.path)
     encoder = _standalone_encoder(source.model_config)
-    # restore_encoder reads `model.encoder` only (and maps its scope for the MLM baseline).
-    restore_encoder(types.SimpleNamespace(encoder=encoder), source)
+    restore_encoder(encoder, source)
     return encoder
 
 
@@ -214,7 +212,7 @@ def load_task_model(model_class: type, path: str, **kwargs) -> TaskModel:
         kwargs = _with_preprocessor(model_class, kwargs, source.model_config,
                                     vocab_file=source.vocab_file)
     model = model_class(source.model_config, **kwargs)
-    restore_encoder(model, source)
+    restore_encoder(model.encoder, source)
     return model
 
 

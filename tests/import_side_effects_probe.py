@@ -2,7 +2,8 @@
 electra_tf and then every one of its modules changed outside the package.
 
 First `import electra_tf` alone, before anything else (it must start no TensorFlow and set no
-variable that TensorFlow reads at its import); then the libraries it builds on are imported,
+variable that TensorFlow reads at its import), then one module of a subpackage (which must load
+none of its siblings); then the libraries it builds on are imported,
 the process's state is taken, every module of the package is imported, and the state is taken
 again. The libraries' own import-time effects (keras-hub's lazy kagglehub, for one) are in
 the first snapshot, so only the package's show.
@@ -27,6 +28,13 @@ report = {
                           if os.environ.get(k) != environ_at_start.get(k)),
     },
 }
+
+# A package's __init__ imports its names on first use: one module of it loads no sibling.
+import electra_tf.finetuning.kinds  # noqa: E402,F401
+
+report["siblings_loaded"] = sorted(name for name in (
+    "electra_tf.finetuning.api", "electra_tf.finetuning.runner", "electra_tf.training.pretrain",
+    "electra_tf.convert.hf") if name in sys.modules)
 
 import kagglehub  # noqa: E402,F401
 import keras  # noqa: E402

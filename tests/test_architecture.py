@@ -1,4 +1,5 @@
-"""The package's layers hold: no import circles, no upward imports, reasons for late imports.
+"""The package's layers hold: no import circles, no upward imports, only the layers each row may
+use, reasons for late imports.
 
 The layers are declared once, in the table of docs/architecture.md; this test reads it and every
 module of `electra_tf` with `ast` (imports inside functions included).
@@ -36,14 +37,16 @@ def _modules() -> dict[str, pathlib.Path]:
 MODULES = _modules()
 
 
-def _declared_layers() -> list[tuple[str, list[str]]]:
-    """[(layer, [module patterns relative to electra_tf])], bottom layer first."""
+def _declared_layers() -> list[tuple[str, list[str], set[str] | None]]:
+    """[(layer, [module patterns relative to electra_tf], {layers it may use} or None for every
+    layer below it)], bottom layer first."""
     text = DOC.read_text()
     table = text.split("<!-- layers: bottom first -->")[1].split("<!-- end layers -->")[0]
     layers = []
     for line in table.strip().splitlines()[2:]:  # skip the header and its rule
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        layers.append((cells[0], re.findall(r"`([^`]+)`", cells[1])))
+        may_use = None if cells[3] == "every layer" else set(re.findall(r"`([^`]+)`", cells[3]))
+        layers.append((cells[0], re.findall(r"`([^`]+)`", cells[1]), may_use))
     return layers
 
 
@@ -54,7 +57,7 @@ def _layer_of(module: str) -> int | None:
     """Index of the layer whose most specific pattern claims `module`."""
     relative = "__init__" if module == "electra_tf" else module[len("electra_tf."):]
     best, best_specificity = None, -1
-    for index, (_, patterns) in enumerate(LAYERS):
+    for index, (_, patterns, _) in enumerate(LAYERS):
         for pattern in patterns:
             exact = pattern == relative
             inside = pattern.endswith(".*") and (
@@ -162,9 +165,11 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_architecture_doc_declares_the_layers():
-    names = [name for name, _ in LAYERS]
+    names = [name for name, _, _ in LAYERS]
     assert names[0] == "foundation" and names[-1] == "commands" and len(names) >= 8
-    assert all(patterns for _, patterns in LAYERS)
+    assert all(patterns for _, patterns, _ in LAYERS)
+    for index, (name, _, may_use) in enumerate(LAYERS):  # what a row may use lies below it
+        assert may_use is None or may_use <= set(names[:index]), (name, may_use)
 
 
 def test_every_module_belongs_to_a_declared_layer():
@@ -173,7 +178,7 @@ def test_every_module_belongs_to_a_declared_layer():
 
 
 def test_every_declared_pattern_claims_a_module():
-    for layer, patterns in LAYERS:
+    for layer, patterns, _ in LAYERS:
         for pattern in patterns:
             prefix = "electra_tf" if pattern == "__init__" else f"electra_tf.{pattern}"
             assert any(m == prefix.removesuffix(".*") or fnmatch.fnmatch(m, prefix)
@@ -193,6 +198,18 @@ def test_no_import_from_a_lower_layer_into_a_higher_one():
                 upward.append(f"{module} ({LAYERS[_layer_of(module)][0]}) imports {target} "
                               f"({LAYERS[_layer_of(target)][0]})")
     assert not upward, "upward imports:\n" + "\n".join(sorted(upward))
+
+
+def test_each_layer_imports_only_the_layers_its_row_may_use():
+    outside = []
+    for module, targets in _edges().items():
+        name, _, may_use = LAYERS[_layer_of(module)]
+        for target in targets:
+            used = LAYERS[_layer_of(target)][0]
+            if may_use is not None and used != name and used not in may_use:
+                outside.append(f"{module} ({name}) imports {target} ({used})")
+    assert not outside, ("imports from layers the row's \"may use\" does not list "
+                         "(docs/architecture.md):\n" + "\n".join(sorted(outside)))
 
 
 def _late_import_without_reason(i: _Import, lines: list[str]) -> bool:

@@ -46,6 +46,7 @@ def test_importing_the_package_and_every_module_changes_nothing_outside_it():
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["package_import"] == {"started": [], "environ": []}
+    assert report["siblings_loaded"] == []
     assert report["modules"] > 100 and report["changed"] == []
 
 

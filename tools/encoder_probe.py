@@ -63,7 +63,7 @@ def analyse(encoder, n, seed=0):
     keras.utils.set_random_seed(seed)
     model = job.build_model()
     if not random_init:
-        restore_encoder(model, src)
+        restore_encoder(model.encoder, src)
     rng = np.random.default_rng(0)
     train = hidden_states(model, job.train)
     dev = hidden_states(model, job.eval_splits["dev"])

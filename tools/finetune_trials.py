@@ -75,7 +75,7 @@ def trial(encoder, n, seed, lr, epochs, pooling="cls", extra=()):
         mean_pool_head(model)
     model.compile(optimizer=create_optimizer(opt, config.model.num_layers))
     if not random_init:
-        restore_encoder(model, src)
+        restore_encoder(model.encoder, src)
         if pooling.endswith("+embonly"):  # keep only the pretrained embeddings
             keras.utils.set_random_seed(seed + 77)
             fresh = job.build_model()

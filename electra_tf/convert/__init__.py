@@ -1,8 +1,18 @@
-"""Checkpoint conversion: Google TF1 release, Hugging Face and keras-hub to and from electra_tf."""
+"""Checkpoint conversion: Google TF1 release, Hugging Face and keras-hub to and from electra_tf.
 
-from electra_tf.convert.google import load_google_checkpoint
-from electra_tf.convert.hf import ConversionError, load_hf_pretrainer, save_hf, weight_links
-from electra_tf.convert.keras_hub import from_keras_hub_backbone, to_keras_hub_backbone
+Names are imported on first use: importing one converter does not load the others.
+"""
 
-__all__ = ["ConversionError", "from_keras_hub_backbone", "load_google_checkpoint",
-           "load_hf_pretrainer", "save_hf", "to_keras_hub_backbone", "weight_links"]
+from electra_tf.lazy_names import lazy_names
+
+_EXPORTS = {
+    "load_google_checkpoint": "electra_tf.convert.google",
+    "ConversionError": "electra_tf.convert.hf",
+    "load_hf_pretrainer": "electra_tf.convert.hf",
+    "save_hf": "electra_tf.convert.hf",
+    "weight_links": "electra_tf.convert.hf",
+    "from_keras_hub_backbone": "electra_tf.convert.keras_hub",
+    "to_keras_hub_backbone": "electra_tf.convert.keras_hub",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)

@@ -1,5 +1,8 @@
-"""SavedModel export for TF Serving."""
+"""SavedModel export for TF Serving. Names are imported on first use."""
 
-from electra_tf.export.savedmodel import ExportError, export_discriminator
+from electra_tf.lazy_names import lazy_names
 
-__all__ = ["ExportError", "export_discriminator"]
+_EXPORTS = {"ExportError": "electra_tf.export.savedmodel",
+            "export_discriminator": "electra_tf.export.savedmodel"}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)

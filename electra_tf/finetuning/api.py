@@ -32,7 +32,7 @@ def build_classifier(init_checkpoint: str, num_labels: int = 2, regression: bool
     """An `ElectraClassifier` whose encoder holds the weights of a run or converted directory."""
     source = resolve_source(init_checkpoint)
     model = ElectraClassifier(source.model_config, num_labels, regression=regression, **kwargs)
-    restore_encoder(model, source)
+    restore_encoder(model.encoder, source)
     return model
 
 

@@ -159,7 +159,7 @@ def run_trial(job: TaskJob, config: FinetuneConfig, trial_dir: str, seed: int, *
     def initialize(model):
         history.clear()  # a fresh start: the previous call's evaluations are not this run's
         if source is not None:
-            restore_encoder(model, source)
+            restore_encoder(model.encoder, source)
             logging.info("encoder initialised from %s", source.checkpoint)
 
     log_dir = run_directory.tensorboard_dir(trial_dir)

@@ -76,17 +76,18 @@ def resolve_source(path: str) -> EncoderSource:
                          run_directory.vocab_file(directory, run_directory.PRETRAINING), directory)
 
 
-def restore_encoder(model, source: EncoderSource) -> None:
-    """Loads the embeddings and encoder of `model` (a TaskModel) from the source's checkpoint.
+def restore_encoder(encoder, source: EncoderSource) -> None:
+    """Loads `encoder` (an `ElectraEncoder`, a task model's or a standalone one), its embeddings
+    included, from the source's checkpoint.
 
     The task model's encoder is named `discriminator`; the MLM baseline saved its encoder as
     `generator`. Every encoder variable must be found with its shape; the head stays as built.
     A discriminator pretrained with GDES (`model.embedding_sharing: gdes`) gets its effective
-    word table, the shared one plus its residual, so the task model is a plain ELECTRA.
+    word table, the shared one plus its residual, so the encoder is a plain ELECTRA one.
     """
     prefix = "discriminator/"
     weights = {}
-    for variable in model.encoder.weights:
+    for variable in encoder.weights:
         path = variable.path
         if path.startswith(prefix):
             path = f"{source.encoder_scope}/" + path[len(prefix):]
@@ -97,7 +98,7 @@ def restore_encoder(model, source: EncoderSource) -> None:
     except (ValueError, AssertionError, tf.errors.OpError) as e:
         raise CheckpointError(f"the encoder does not fit {source.checkpoint}: {first_line(e)}") from None
     if source.model_config.embedding_sharing == "gdes" and source.encoder_scope == "discriminator":
-        _add_gdes_residual(model.encoder.embeddings.word_embeddings.embeddings, source.checkpoint)
+        _add_gdes_residual(encoder.embeddings.word_embeddings.embeddings, source.checkpoint)
 
 
 def _add_gdes_residual(word_table, checkpoint: str) -> None:

@@ -16,14 +16,9 @@ runs), `grid` (the fine-tuning trials), `results` (results.jsonl and its summary
 
 from __future__ import annotations
 
-import importlib
+from electra_tf.lazy_names import lazy_names
 
 _EXPORTS = {"run_study": "electra_tf.study.runner", "StudyResult": "electra_tf.study.runner",
             "write_report": "electra_tf.study.report", "StudyError": "electra_tf.study.plan"}
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)
