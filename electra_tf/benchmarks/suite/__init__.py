@@ -108,10 +108,10 @@ ROWS = {
                         "bfloat16"], None, "tokens_per_s"),
 }
 
-# row -> environment variables its run of ours gets. `import electra_tf` has XLA's CPU kernels
-# (GELU, the residual LayerNorm, dropout, the softmax's gradient, the optimizer's update) use
-# 512-bit vectors where the CPU has AVX-512 (electra_tf/xla_cpu.py); these rows run the step with
-# XLA's own default of 256-bit vectors beside it.
+# row -> environment variables its run of ours gets. The commands' `electra_tf.tune_cpu()` has
+# XLA's CPU kernels (GELU, the residual LayerNorm, dropout, the softmax's gradient, the
+# optimizer's update) use 512-bit vectors where the CPU has AVX-512 (electra_tf/xla_cpu.py);
+# these rows run the step with XLA's own default of 256-bit vectors beside it.
 ROW_ENVIRONMENTS = {name: {"XLA_FLAGS": "--xla_cpu_prefer_vector_width=256"}
                     for name in ("pretrain_xla256", "pretrain_bf16_xla256")}
 
