@@ -38,6 +38,7 @@ def _loaded(name, root):
 @pytest.mark.parametrize("name", ["discriminator", "classifier", *(
     pytest.param(name, marks=pytest.mark.slow)
     for name in ("regressor", "tagger", "question_answerer"))])
+@pytest.mark.slow
 def test_bfloat16_export_matches_the_float32_one(name, tmp_path):
     loaded = _loaded(name, tmp_path)
     assert {v.dtype for v in loaded["bfloat16"].variables if v.dtype.is_floating} == {

@@ -37,6 +37,7 @@ def test_embed_from_text_through_the_preprocessor(pretrainer):
     assert out["pooled_output"].shape == (2, tiny_model_config().hidden_size)
 
 
+@pytest.mark.slow
 def test_exported_embeddings_match_the_encoder(pretrainer, vocab_file, tmp_path):
     path = export_discriminator(pretrainer, str(tmp_path / "1"), with_embeddings=True,
                                 with_tokenizer=True, vocab_file=vocab_file, max_seq_length=16)

@@ -108,6 +108,7 @@ def test_tagger_serve_text_tags_words_by_their_first_piece(spm, tmp_path):
     assert len(out["tags"].numpy()[0]) == len(words)
 
 
+@pytest.mark.slow
 def test_question_answerer_serve_text_answers_with_whole_words(spm, tmp_path):
     path, size, processor = spm
     model = ElectraQuestionAnswerer(_config(size), beam_size=3)

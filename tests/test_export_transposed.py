@@ -40,6 +40,7 @@ def transposed_products(signature):
 @pytest.mark.parametrize("name", ["discriminator", "classifier", *(
     pytest.param(name, marks=pytest.mark.slow)
     for name in ("regressor", "tagger", "question_answerer"))])
+@pytest.mark.slow
 def test_transposed_export_matches_the_plain_one(name, tmp_path):
     export = exporter_of(name)
     directories = export(str(tmp_path / "plain"), False), export(

@@ -70,6 +70,7 @@ def _loaded(name, root):
 @pytest.mark.parametrize("name", ["discriminator", "classifier", *(
     pytest.param(name, marks=pytest.mark.slow)
     for name in ("regressor", "tagger", "question_answerer"))])
+@pytest.mark.slow
 def test_compiled_export_matches_the_plain_one(name, tmp_path):
     plain, compiled = (model.signatures["serving_default"]
                        for model in _loaded(name, tmp_path).values())

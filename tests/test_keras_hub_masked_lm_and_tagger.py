@@ -120,6 +120,7 @@ def test_the_token_classifier_is_our_tagger(tagger):
     assert classifier.predict_word_tags(SENTENCES) == ours.predict_word_tags(SENTENCES)
 
 
+@pytest.mark.slow
 def test_the_token_classifier_learns_tags_per_word_and_saves_as_a_preset(tmp_path):
     keras.utils.set_random_seed(0)
     backbone = keras_hub.models.ElectraBackbone(

@@ -65,6 +65,7 @@ def test_the_backbone_is_the_pretrained_encoder_and_the_head_reads_cls(preset):
                                                   verbose=0), want, atol=1e-4, rtol=0)
 
 
+@pytest.mark.slow
 def test_a_fine_tuned_task_saves_and_loads_as_a_preset(preset, tmp_path):
     classifier = ElectraTextClassifier.from_preset(preset[0], num_classes=3)
     classifier.fit(x=["a great film", "dull", "what a ride"], y=[1, 0, 2], batch_size=3,

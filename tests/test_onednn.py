@@ -31,12 +31,14 @@ def test_sets_the_variable_only_before_tensorflow_and_only_if_unset():
     assert not prefer_onednn(environ, modules={"tensorflow": None}) and environ == {}
 
 
+@pytest.mark.slow
 def test_tuning_before_tensorflow_turns_onednn_on_on_any_cpu():
     # TensorFlow's own default is off on AVX2-only CPUs (AMD Zen 3): there this fails without
     # electra_tf's setting; on CPUs with AVX512_VNNI, AVX512_BF16 or AMX it is on either way.
     assert _probe() == "True"
 
 
+@pytest.mark.slow
 def test_the_users_setting_wins():
     assert _probe(**{VARIABLE: "0"}) == "False"
 

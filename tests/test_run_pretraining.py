@@ -227,6 +227,7 @@ def test_eval_data_is_evaluated_every_eval_every_steps(fixture_data, tmp_path):
     assert curves.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and curves.stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_eval_data_smaller_than_a_batch_is_refused(fixture_data, tmp_path):
     data, vocab = fixture_data
     small = tmp_path / "small.tfrecord"

@@ -113,6 +113,7 @@ def test_four_micro_batches_of_eight_update_as_one_batch_of_32(name):
     _assert_trains_alike(whole, accumulated, lambda: _dataset(batches))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("accumulation", [1, 2])
 def test_two_chains_update_as_one_batch(accumulation):
     """`parallel_chains`: the batch (or each micro-batch) as two chains side by side in one

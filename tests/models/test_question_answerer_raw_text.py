@@ -39,6 +39,7 @@ def labels():
             "answer_text": ANSWERS}
 
 
+@pytest.mark.slow
 def test_fit_on_text_trains_as_on_run_finetunings_features():
     by_text, by_features = answerer(), answerer()
     examples = [SquadExample(str(i), q, whitespace_split(c)[0], a, *[
@@ -61,6 +62,7 @@ def test_fit_on_text_trains_as_on_run_finetunings_features():
     np.testing.assert_allclose(text.history["loss"], feature.history["loss"], rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_predict_gives_the_answers_of_the_squad_decoding(tmp_path):
     model = answerer(max_query_length=4, sequence_length=12)  # several windows per context
     model.compile(optimizer=keras.optimizers.Adam(3e-3))
@@ -80,6 +82,7 @@ def test_predict_gives_the_answers_of_the_squad_decoding(tmp_path):
     assert all(a in c or a == "empty" for a, c in zip(predicted, CONTEXTS))
 
 
+@pytest.mark.slow
 def test_it_learns_to_answer_from_text():
     model = answerer()
     model.compile(optimizer=keras.optimizers.Adam(3e-3))

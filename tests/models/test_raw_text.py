@@ -48,6 +48,7 @@ def test_fit_on_strings_trains_as_on_the_same_features():
                                                    verbose=0), rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_evaluate_predict_and_validation_data_take_strings():
     model = classifier()
     model.compile(optimizer=keras.optimizers.SGD(0.1))
@@ -130,6 +131,7 @@ def test_a_preprocessor_that_does_not_fit_the_encoder_is_refused():
                           from_vocabulary(VOCAB, sequence_length=128))
 
 
+@pytest.mark.slow
 def test_a_tagger_trains_on_words_and_predicts_tags_per_word():
     from electra_tf.preprocessing.tagger import ElectraTaggerPreprocessor
 

@@ -100,6 +100,7 @@ def test_the_graph_cleans_text_as_berts_clean_text():
     assert got == [python_clean_text(t) for t in texts]
 
 
+@pytest.mark.slow
 def test_in_tf_data_and_weights_follow_their_windows(paragraphs):
     preprocessor = ElectraQuestionAnswererPreprocessor.from_vocabulary(
         VOCAB, sequence_length=12, doc_stride=2, max_query_length=4)

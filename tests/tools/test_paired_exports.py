@@ -4,11 +4,12 @@ on two tiny exports."""
 import json
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
-from tools.perf.serving_calls import requests, time_alternately
 from tests.run_helpers import run_in_process
 from tests.test_export_xla import exporter_of
+from tools.perf.serving_calls import requests, time_alternately
 
 
 def test_requests_fill_ids_masks_and_segments():
@@ -33,6 +34,7 @@ def test_each_call_is_timed_once_a_round_in_turns():
     assert order[6:] == ["a", "b", "b", "a", "a", "b", "b", "a"]
 
 
+@pytest.mark.slow
 def test_paired_exports_command_compares_two_exports(tmp_path):
     export = exporter_of("classifier")
     plain = export(str(tmp_path / "plain"), False)
