@@ -41,7 +41,7 @@ DEFAULT_CONFIG = "finetune/default"
 
 
 def resolve_finetune_config(source=None, config: str = DEFAULT_CONFIG, overrides=(),
-                   task: str | None = None, model_config=None) -> FinetuneConfig:
+                            task: str | None = None, model_config=None) -> FinetuneConfig:
     """The recipe with the init checkpoint's model sizes, then the task's own defaults (as the
     original: max_seq_length 512 for SQuAD), then overrides; checked to fit the checkpoint.
 
@@ -103,16 +103,12 @@ class PreparedTask:
     source: EncoderSource | None
 
 
-def prepare(task: str | tasks.TaskData, *, init_checkpoint: str | None = None,
-            config: str = DEFAULT_CONFIG, overrides=(), vocab_file: str | None = None,
-            do_predict: bool = False, source: EncoderSource | None = None,
+def prepare(task: str | tasks.TaskData, *, source: EncoderSource | None,
+            config: str = DEFAULT_CONFIG, overrides=(), do_predict: bool = False,
             **task_options) -> PreparedTask:
     """Resolves the config for `task` (a name for `load_task`, with its `task_options`, or a
-    loaded task) and `init_checkpoint` (or an already resolved `source`), then loads the task:
-    everything that can be refused is refused here, before any training."""
-    if source is None and init_checkpoint:
-        source = resolve_source(init_checkpoint)
-    overrides = list(overrides) + ([f"finetune.vocab_file={vocab_file}"] if vocab_file else [])
+    loaded task) and the encoder `source` (None: from scratch), then loads the task: everything
+    that can be refused is refused here, before any training."""
     resolved = resolve_finetune_config(source, config, overrides, _task_name(task))
     if isinstance(task, str):
         task = load_task(task, with_test=do_predict, **task_options)

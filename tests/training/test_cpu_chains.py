@@ -4,6 +4,7 @@ starts; the entry points pass it on."""
 import pytest
 import tensorflow as tf
 
+from electra_tf import xla_cpu
 from electra_tf.models.replicated import ReplicatedModel
 from electra_tf.training import distribution
 from electra_tf.training.distribution import StrategyError, use_cpu_chains
@@ -11,10 +12,12 @@ from electra_tf.training.distribution import StrategyError, use_cpu_chains
 
 @pytest.fixture
 def intra_op_calls(monkeypatch):
-    """The intra-op thread counts use_cpu_chains asks for, without changing this process's."""
+    """The intra-op thread counts use_cpu_chains asks for, without changing this process's;
+    XLA without YNNPACK, as tune_cpu leaves it, whatever the environment says."""
     calls = []
     monkeypatch.setattr(tf.config.threading, "set_intra_op_parallelism_threads", calls.append)
     monkeypatch.setattr(ReplicatedModel, "parallel_chains", 1)
+    monkeypatch.setenv("XLA_FLAGS", xla_cpu.WITHOUT_YNNPACK)
     return calls
 
 
