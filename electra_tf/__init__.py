@@ -66,6 +66,8 @@ _EXPORTS = {
     # training
     "pretrain": "electra_tf.training.pretrain",
     "PretrainResult": "electra_tf.training.pretrain",
+    "PretrainJob": "electra_tf.training.pretrain_job",
+    "resolve_pretrain_job": "electra_tf.training.pretrain_job",
     "read_scalars": "electra_tf.training.callbacks",
     "finetune": "electra_tf.finetuning.api",
     "finetune_tasks": "electra_tf.finetuning.api",

@@ -505,30 +505,64 @@ def _read_file(path: str, including: tuple[str, ...]) -> tuple[str, dict, list[s
     return resolved, values, [includes] if isinstance(includes, str) else list(includes)
 
 
-def _apply_file(config, path: str, including: tuple[str, ...] = ()):
-    """Applies one YAML file, after the files its `include:` key names (relative to configs/).
-    A pretraining recipe's `phases:` list is not a section: `load_phases` reads it."""
-    resolved, values, includes = _read_file(path, including)
-    for include in includes:
-        config = _apply_file(config, include, including + (resolved,))
-    if isinstance(config, ElectraConfig):
-        values.pop(PHASES_KEY, None)
-    return apply_dict(config, values, resolved)
-
-
 PHASES_KEY = "phases"
 
 
-def load_phases(path: str, including: tuple[str, ...] = ()) -> tuple[str, Any] | None:
-    """The `phases:` value of a pretraining recipe (the last one in include order wins) and the
-    file that gave it, or None for a recipe of one phase. Checked by `training.phases`."""
-    resolved, values, includes = _read_file(path, including)
-    if PHASES_KEY in values:
-        return resolved, values[PHASES_KEY]
-    found = None
-    for include in includes:
-        found = load_phases(include, including + (resolved,)) or found
-    return found
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """A recipe read once from disk: the mapping of each of its files, in the order they apply
+    (a file's `include:`s before the file itself), and the user's `section.key=value`
+    overrides. `build` turns it into a config object without reading a file again.
+
+    `phases` is a pretraining recipe's `phases:` value and the file that gave it (the last one
+    in include order wins), or None; `training.phases` checks it.
+    """
+
+    name: str
+    layers: tuple[tuple[str, Mapping[str, Any]], ...]  # (file, its sections), in applying order
+    overrides: tuple[str, ...] = ()
+    phases: tuple[str, Any] | None = None
+
+    def build(self, base=None, defaults: Iterable[str] = (), validate: bool = True):
+        """The config: `base` (default `ElectraConfig()`), every file, then `defaults` (what the
+        use of the recipe sets: a phase's values, a task's sequence length), then the user's
+        overrides, which have the last word; validated unless `validate` is False.
+        ConfigError names the file or the override of a key outside the schema."""
+        config = ElectraConfig() if base is None else base
+        for source, values in self.layers:
+            if isinstance(config, ElectraConfig):  # phases: is not a section
+                values = {k: v for k, v in values.items() if k != PHASES_KEY}
+            config = apply_dict(config, values, source)
+        config = apply_overrides(config, [*defaults, *self.overrides])
+        return config.validate() if validate else config
+
+    def sets(self, key: str, defaults: Iterable[str] = ()) -> bool:
+        """Whether a file of the recipe, `defaults` or the user's overrides name "section.key"."""
+        section, _, name = key.partition(".")
+        for _, values in self.layers:
+            section_values = values.get(section)
+            if isinstance(section_values, Mapping) and name in section_values:
+                return True
+        return key in {item.partition("=")[0].strip() for item in [*defaults, *self.overrides]}
+
+
+def read_recipe(path: str, overrides: Iterable[str] = ()) -> Recipe:
+    """Reads a recipe (path or name under configs/) and the files its `include:`s name,
+    each once. ConfigError for a missing file, invalid YAML or an include cycle."""
+    layers: list[tuple[str, Mapping[str, Any]]] = []
+    phases = None
+
+    def read(file: str, including: tuple[str, ...]) -> None:
+        nonlocal phases
+        resolved, values, includes = _read_file(file, including)
+        for include in includes:
+            read(include, including + (resolved,))
+        if PHASES_KEY in values:
+            phases = (resolved, values[PHASES_KEY])
+        layers.append((resolved, values))
+
+    read(path, ())
+    return Recipe(path, tuple(layers), tuple(overrides), phases)
 
 
 def load_config(*paths: str, overrides: Iterable[str] = (), base=None, validate: bool = True):
@@ -537,8 +571,6 @@ def load_config(*paths: str, overrides: Iterable[str] = (), base=None, validate:
 
     `base` is the starting config (default `ElectraConfig()`; `FinetuneConfig()` for fine-tuning).
     """
-    config = ElectraConfig() if base is None else base
-    for path in paths:
-        config = _apply_file(config, path)
-    config = apply_overrides(config, overrides)
-    return config.validate() if validate else config
+    layers = tuple(layer for path in paths for layer in read_recipe(path).layers)
+    recipe = Recipe(", ".join(paths), layers, tuple(overrides))
+    return recipe.build(base, validate=validate)

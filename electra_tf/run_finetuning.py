@@ -110,7 +110,8 @@ def _label_range() -> tuple[float, float]:
 
 
 def run() -> int:
-    """The flags, handed to `finetuning.api.finetune_tasks` (or the demonstration)."""
+    """The flags, resolved into one `FinetuneJob` for `finetuning.api.finetune_tasks` (or the
+    demonstration)."""
     if not FLAGS.task:
         # lazy: imported once the flags are parsed, so --help starts no TensorFlow
         from electra_tf.finetuning import demo
@@ -118,25 +119,24 @@ def run() -> int:
         return demo.run_demo()
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.finetuning import api, runner
+    from electra_tf.finetuning.job import resolve_finetune_job
 
     def print_report(report, model_dir):
         print(runner.format_report(report, model_dir), flush=True)
         if report["status"] != "finished":
             logging.info("preempted: rerun the same command to continue")
 
-    api.finetune_tasks(
+    job = resolve_finetune_job(
         FLAGS.task, model_dir=FLAGS.model_dir, init_checkpoint=FLAGS.init_checkpoint,
-        config=FLAGS.config or api.DEFAULT_CONFIG, overrides=FLAGS.override,
-        vocab_file=FLAGS.vocab_file, num_trials=FLAGS.num_trials, strategy=FLAGS.strategy,
-        tpu=FLAGS.tpu, mixed_precision=FLAGS.mixed_precision, jit_compile=FLAGS.jit_compile,
-        cpu_devices=FLAGS.cpu_devices, cpu_chains=FLAGS.cpu_chains, export=FLAGS.export,
-        with_tokenizer=FLAGS.with_tokenizer, do_predict=FLAGS.do_predict,
-        on_report=print_report, data_dir=FLAGS.data_dir, use_tfds=FLAGS.tfds,
-        tfds_data_dir=FLAGS.tfds_data_dir, train_file=FLAGS.train_file, dev_file=FLAGS.dev_file,
-        test_file=FLAGS.test_file, predict_file=FLAGS.predict_file,
-        text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
-        label_column=FLAGS.label_column, labels=FLAGS.labels, regression=FLAGS.regression,
-        label_range=_label_range(), tag_column=FLAGS.tag_column)
+        config=FLAGS.config, overrides=FLAGS.override, vocab_file=FLAGS.vocab_file,
+        num_trials=FLAGS.num_trials, devices=device_flags.DeviceOptions.from_flags(),
+        export=FLAGS.export, with_tokenizer=FLAGS.with_tokenizer, do_predict=FLAGS.do_predict,
+        data_dir=FLAGS.data_dir, use_tfds=FLAGS.tfds, tfds_data_dir=FLAGS.tfds_data_dir,
+        train_file=FLAGS.train_file, dev_file=FLAGS.dev_file, test_file=FLAGS.test_file,
+        predict_file=FLAGS.predict_file, text_a_column=FLAGS.text_a_column,
+        text_b_column=FLAGS.text_b_column, label_column=FLAGS.label_column, labels=FLAGS.labels,
+        regression=FLAGS.regression, label_range=_label_range(), tag_column=FLAGS.tag_column)
+    api.finetune_tasks(job, on_report=print_report)
     return 0
 
 

@@ -77,20 +77,19 @@ def run() -> int:
     from electra_tf.training import callbacks
     from electra_tf.training.phases import parse_phase_flag
     from electra_tf.training.pretrain import pretrain
+    from electra_tf.training.pretrain_job import resolve_pretrain_job
 
     preemption = callbacks.Preemption()  # from the start: a SIGTERM during setup is not lost
-    phase_data = parse_phase_flag(FLAGS.phase_data, "--phase_data")
-    phase_eval_data = parse_phase_flag(FLAGS.phase_eval_data, "--phase_eval_data")
-    result = pretrain(
-        phase_data=phase_data, phase_eval_data=phase_eval_data,
+    job = resolve_pretrain_job(
         config=FLAGS.config, data=FLAGS.data, eval_data=FLAGS.eval_data,
         vocab_file=FLAGS.vocab_file, model_dir=FLAGS.model_dir, train_steps=FLAGS.train_steps,
         overrides=FLAGS.override, init_checkpoint=FLAGS.init_checkpoint,
-        assume_bert_vocabulary=FLAGS.assume_bert_vocabulary, strategy=FLAGS.strategy,
-        tpu=FLAGS.tpu, mixed_precision=FLAGS.mixed_precision, jit_compile=FLAGS.jit_compile,
-        cpu_devices=FLAGS.cpu_devices, cpu_chains=FLAGS.cpu_chains,
-        deterministic=FLAGS.deterministic, export=FLAGS.export,
-        preemption=preemption)
+        assume_bert_vocabulary=FLAGS.assume_bert_vocabulary,
+        devices=device_flags.DeviceOptions.from_flags(), deterministic=FLAGS.deterministic,
+        export=FLAGS.export,
+        phase_data=parse_phase_flag(FLAGS.phase_data, "--phase_data"),
+        phase_eval_data=parse_phase_flag(FLAGS.phase_eval_data, "--phase_eval_data"))
+    result = pretrain(job, preemption=preemption)
     if result.status == "finished":
         _print_summary(result)
         if FLAGS.data is None and result.model.discriminator is not None:

@@ -1,4 +1,10 @@
-"""The device flags every training entry point shares (absl only: --help stays fast)."""
+"""The device flags every training entry point shares, and `DeviceOptions`, the value they set
+(absl only: --help stays fast)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
 
 from absl import flags
 
@@ -25,3 +31,24 @@ def define_device_flags() -> None:
                          "of N. 0 (default) picks 2 when training one replica on a two-core CPU "
                          "(where it was measured) with even micro-batches, else 1. Ignored, with a "
                          "warning, where the model trains on a TPU or GPU.")
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceOptions:
+    """Where and how a run trains: what the device flags above set, as one value.
+
+    `strategy` is a name of `STRATEGIES` or a `tf.distribute.Strategy` the caller made (a
+    notebook that already has its TPU); the other fields are the flags of the same names.
+    """
+
+    strategy: Any = "auto"
+    tpu: str | None = None
+    mixed_precision: str = "none"
+    jit_compile: bool | None = None
+    cpu_devices: int = 0
+    cpu_chains: int = 0
+
+    @classmethod
+    def from_flags(cls, flag_values=None) -> "DeviceOptions":
+        values = flag_values or flags.FLAGS
+        return cls(**{field.name: values[field.name].value for field in dataclasses.fields(cls)})

@@ -31,7 +31,7 @@ from typing import Any, Mapping
 
 import tensorflow as tf
 
-from electra_tf.config import ConfigError, OptimizerConfig, RunConfig, load_phases
+from electra_tf.config import ConfigError, OptimizerConfig, Recipe, RunConfig, read_recipe
 
 PHASE_SECTIONS = {"run": RunConfig, "optimizer": OptimizerConfig}
 PHASE_DATA_KEYS = ("data", "eval_data")
@@ -52,11 +52,11 @@ class Phase:
         return f"phase {self.number} of {count}"
 
 
-def read_phases(config_name: str) -> list[Phase] | None:
-    """The phases of a recipe (path or name under configs/), or None for a one-phase recipe.
-    ConfigError for a `phases:` that is not a non-empty list of mappings of `run:`,
-    `optimizer:`, `data:` and `eval_data:`, or whose sequence lengths go down."""
-    found = load_phases(config_name)
+def read_phases(recipe: str | Recipe) -> list[Phase] | None:
+    """The phases of a recipe (read, or a path or name under configs/), or None for a
+    one-phase recipe. ConfigError for a `phases:` that is not a non-empty list of mappings of
+    `run:`, `optimizer:`, `data:` and `eval_data:`."""
+    found = (recipe if isinstance(recipe, Recipe) else read_recipe(recipe)).phases
     if found is None:
         return None
     source, value = found

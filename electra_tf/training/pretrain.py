@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import keras
 import tensorflow as tf
@@ -35,8 +35,8 @@ from electra_tf.models.replicated import ReplicatedModel
 from electra_tf.training import callbacks, checkpointing, distribution, loop, phases
 from electra_tf.training.curves import plot_pretraining_curves
 from electra_tf.training.optimizer import create_optimizer
+from electra_tf.training.pretrain_job import PlannedStage, PretrainJob, resolve_pretrain_job
 
-DEFAULT_CONFIG = "pretrain/demo"
 DEMO_VOCAB_SIZE = 2500  # about what the embedded corpus supports at min_frequency 10
 
 
@@ -101,28 +101,36 @@ def _user_settings(config, overrides: Sequence[str]) -> dict[str, int]:
     return settings
 
 
-def resolve_pretrain_config(config: str, overrides: Sequence[str],
-                            metadata_by_directory: dict[str, dict], vocab_file: str | None = None,
-                            assume_bert_vocabulary: bool = False) -> ElectraConfig:
-    """The recipe with the overrides, then the vocabulary size and special ids of the data
-    (see `electra_tf.pretraining_data.run_vocabulary`), checked against everything the user set."""
-    resolved = load_config(config, overrides=list(overrides))
+def with_data_vocabulary(config: ElectraConfig, overrides: Sequence[str],
+                         metadata_by_directory: dict[str, dict], vocab_file: str | None = None,
+                         assume_bert_vocabulary: bool = False) -> ElectraConfig:
+    """`config` (a recipe with `overrides` applied) with the vocabulary size and special ids of
+    the data (see `electra_tf.pretraining_data.run_vocabulary`), checked against everything
+    the user set."""
     vocabulary = run_vocabulary.resolve(metadata_by_directory,
-                                        vocab_file or resolved.run.vocab_file,
+                                        vocab_file or config.run.vocab_file,
                                         assume_bert_vocabulary)
-    settings = _user_settings(resolved, overrides)
+    settings = _user_settings(config, overrides)
     run_vocabulary.check_user_settings(vocabulary, settings)
     logging.info("vocabulary: %s", vocabulary.describe())
     ids = vocabulary.ids
-    resolved = dataclasses.replace(
-        resolved,
-        model=dataclasses.replace(resolved.model, vocab_size=settings.get("model.vocab_size",
-                                                                          vocabulary.size)),
-        objective=dataclasses.replace(resolved.objective, pad_token_id=ids.pad,
+    config = dataclasses.replace(
+        config,
+        model=dataclasses.replace(config.model, vocab_size=settings.get("model.vocab_size",
+                                                                        vocabulary.size)),
+        objective=dataclasses.replace(config.objective, pad_token_id=ids.pad,
                                       cls_token_id=ids.cls, sep_token_id=ids.sep,
                                       mask_token_id=ids.mask),
-        run=dataclasses.replace(resolved.run, vocab_file=vocabulary.vocab_file or ""))
-    return resolved.validate()
+        run=dataclasses.replace(config.run, vocab_file=vocabulary.vocab_file or ""))
+    return config.validate()
+
+
+def resolve_pretrain_config(config: str, overrides: Sequence[str],
+                            metadata_by_directory: dict[str, dict], vocab_file: str | None = None,
+                            assume_bert_vocabulary: bool = False) -> ElectraConfig:
+    """The recipe `config` with the overrides, then the data's vocabulary (`with_data_vocabulary`)."""
+    return with_data_vocabulary(load_config(config, overrides=list(overrides)), overrides,
+                                metadata_by_directory, vocab_file, assume_bert_vocabulary)
 
 
 def check_model_dir(model_dir: str, config: ElectraConfig) -> None:
@@ -157,7 +165,8 @@ def _check_eval_records(eval_files: list[str], batch: int) -> None:
 
 @dataclasses.dataclass
 class _Stage:
-    """One training run of a `pretrain` call: the whole run, or one phase of a phased recipe."""
+    """A `PlannedStage` with its data read: the config with the data's vocabulary, and the
+    shard files."""
 
     label: str  # "" for a one-phase run, else e.g. "phase 2 of 2"
     model_dir: str
@@ -167,21 +176,14 @@ class _Stage:
 
 
 @callbacks.with_preemption
-def pretrain(*, config: str | None = None, data: str | None = None,
-             eval_data: str | None = None, vocab_file: str | None = None,
-             model_dir: str | None = None, train_steps: int | None = None,
-             overrides: Sequence[str] = (), init_checkpoint: str | None = None,
-             assume_bert_vocabulary: bool = False,
-             strategy: str | tf.distribute.Strategy = "auto", tpu: str | None = None,
-             mixed_precision: str = "none", jit_compile: bool | None = None,
-             cpu_devices: int = 0, cpu_chains: int = 0, deterministic: bool = False,
-             export: bool = True,
-             stop_at_step: int | None = None, phase_data: Mapping[int, str] | None = None,
-             phase_eval_data: Mapping[int, str] | None = None,
-             preemption: callbacks.Preemption | None = None) -> PretrainResult:
+def pretrain(job: PretrainJob | None = None, *,
+             preemption: callbacks.Preemption | None = None, **options) -> PretrainResult:
     """Pretrains ELECTRA (or the configured objective) and returns a `PretrainResult`.
 
-    Args:
+    `job` is a `PretrainJob` from `resolve_pretrain_job`; without one, `options` are that
+    function's keyword arguments: `pretrain(**options)` is `pretrain(resolve_pretrain_job(
+    **options))`. The options:
+
       config: recipe, a path or a name under configs/ (default "pretrain/demo"). A recipe with
         `phases:` (e.g. pretrain/electra_base_two_phase) trains them one after the other
         (`electra_tf.training.phases`); the result is the last phase's.
@@ -215,107 +217,68 @@ def pretrain(*, config: str | None = None, data: str | None = None,
         train_steps: a piece of a longer run, continued by calling again with a later step or
         None. The result's status is "finished" when the step is reached. Not for phases.
       phase_data, phase_eval_data: {phase number: shards} replacing a phase's records.
-      preemption: a `callbacks.Preemption` installed earlier (SIGTERM during setup is kept).
+    `preemption`: a `callbacks.Preemption` installed earlier (SIGTERM during setup is kept).
     """
+    if job is None:
+        job = resolve_pretrain_job(**options)
+    elif options:
+        raise TypeError(f"pretrain(job) takes no other options, got {sorted(options)}")
     started = time.time()
-    config_name = config or DEFAULT_CONFIG
-    demo = data is None  # the embedded corpus, with pretrain/demo or the given config
-    plan = _read_plan(config_name, demo, train_steps, stop_at_step, phase_data or {},
-                      phase_eval_data or {})
-    if demo and vocab_file is not None:
-        raise RunError("--vocab_file without --data: give the TFRecords made with it (--data), "
-                       "or neither to train on the embedded demonstration corpus")
-    short_name = os.path.splitext(os.path.basename(config_name))[0]
-    model_dir = model_dir or (f"runs/electra_{short_name}" if demo else None)
-    if model_dir is None:
-        raise RunError("--model_dir is required with --data")
-    if tf.io.gfile.exists(model_dir) and not tf.io.gfile.isdir(model_dir):
-        raise RunError(f"--model_dir {model_dir} is an existing file, not a directory")
-    distribution.split_cpu(cpu_devices)
-    distribution.use_cpu_chains(cpu_chains, strategy, tpu,
-                                _micro_batches(config_name, plan, overrides))
-    if deterministic:
+    devices = job.devices
+    distribution.split_cpu(devices.cpu_devices)
+    distribution.use_cpu_chains(devices.cpu_chains, devices.strategy, devices.tpu,
+                                [stage.micro_batch for stage in job.stages])
+    if job.deterministic:
         tf.config.experimental.enable_op_determinism()
-    if stop_at_step is not None and stop_at_step < 1:
-        raise RunError(f"stop_at_step must be a positive step, got {stop_at_step}")
-    if demo:
-        data, demo_eval_data, vocab_file = prepare_demo_data(model_dir)
-        eval_data = eval_data or demo_eval_data
-    overrides = list(overrides) + ([f"optimizer.train_steps={train_steps}"]
-                                   if train_steps is not None else [])
-
-    def stage(label, stage_dir, stage_data, stage_eval_data, stage_overrides):
-        files = pipeline.list_shards(stage_data)
-        eval_files = pipeline.list_shards(stage_eval_data) if stage_eval_data else []
-        metadata = pipeline.read_data_metadata(files + eval_files)
-        run_config = resolve_pretrain_config(config_name, stage_overrides, metadata, vocab_file,
-                                    assume_bert_vocabulary)
-        pipeline.check_sequence_length(metadata, run_config.run.max_seq_length)
-        if eval_files:
-            _check_eval_records(eval_files, held_out_batch_size(run_config.run))
-        check_model_dir(stage_dir, run_config)
-        return _Stage(label, stage_dir, run_config, files, eval_files)
-
-    if plan is None:
-        stages = [stage("", model_dir, data, eval_data, overrides)]
-    else:  # every phase is checked before the first one trains
-        stages = [stage(phase.label(len(plan)),
-                        phases.phase_directory(model_dir, phase.number, len(plan)),
-                        phase.data or data, phase.eval_data or eval_data,
-                        list(phase.overrides) + overrides) for phase in plan]
-        _check_phase_progress(plan, stages)
+    planned = job.stages
+    vocab_file = job.vocab_file
+    if job.demo:
+        data, eval_data, vocab_file = prepare_demo_data(job.model_dir)
+        planned = tuple(dataclasses.replace(stage, data=data, eval_data=stage.eval_data or eval_data)
+                        for stage in planned)
+    stages = [_read_data(stage, job.recipe.overrides, vocab_file, job.assume_bert_vocabulary)
+              for stage in planned]  # every phase is checked before the first one trains
+    _check_phase_progress(stages)
+    strategy = devices.strategy
     if isinstance(strategy, str):
-        strategy = distribution.make_strategy(strategy, tpu)
+        strategy = distribution.make_strategy(strategy, devices.tpu)
     for each in stages:
         check_accumulation(each.config.run.train_batch_size,
                            each.config.run.gradient_accumulation_steps, "run",
                            strategy.num_replicas_in_sync, ReplicatedModel.parallel_chains)
-    distribution.warn_if_bfloat16_is_slow(strategy, mixed_precision)
+    distribution.warn_if_bfloat16_is_slow(strategy, devices.mixed_precision)
     previous_policy = keras.mixed_precision.dtype_policy()
-    keras.mixed_precision.set_dtype_policy(distribution.DTYPE_POLICIES[mixed_precision])
+    keras.mixed_precision.set_dtype_policy(distribution.DTYPE_POLICIES[devices.mixed_precision])
     try:  # the model keeps its policy; the caller's global one is left as it was
         for index, each in enumerate(stages):
             last = index == len(stages) - 1
             if not last and _phase_done(each):
                 logging.info("%s is done (%s)", each.label, each.model_dir)
                 continue
-            start_from = init_checkpoint if index == 0 else run_directory.checkpoints_dir(
+            start_from = job.init_checkpoint if index == 0 else run_directory.checkpoints_dir(
                 stages[index - 1].model_dir)
-            result = _train(each, config_name, strategy, start_from, jit_compile,
-                            export and last, preemption, started, stop_at_step)
+            result = _train(each, job, strategy, start_from, job.export and last, preemption,
+                            started)
             if last or result.status != "finished":
                 return result
     finally:
         keras.mixed_precision.set_dtype_policy(previous_policy)
 
 
-def _read_plan(config_name, demo, train_steps, stop_at_step, phase_data,
-               phase_eval_data) -> list[phases.Phase] | None:
-    """The recipe's phases with the command line's records, or None for a one-phase recipe;
-    RunError for what a phased run cannot take."""
-    plan = phases.read_phases(config_name)
-    if plan is None:
-        if phase_data or phase_eval_data:
-            raise RunError(f"--phase_data / --phase_eval_data: {config_name} has no phases: "
-                           "give its records with --data")
-        return None
-    for given, why in ((demo, "needs --data: every phase trains on records built at its own "
-                              "length (--phase_data N=... for a phase whose records differ)"),
-                       (train_steps is not None, "takes its steps from each phase's "
-                                                 "optimizer.train_steps, not --train_steps"),
-                       (stop_at_step is not None, "cannot stop_at_step")):
-        if given:
-            raise RunError(f"{config_name} pretrains in {len(plan)} phases: it {why}")
-    return phases.with_command_line_data(plan, phase_data, phase_eval_data)
-
-
-def _micro_batches(config_name, plan, overrides) -> list[int]:
-    """The training micro-batch of every phase (of the one recipe without phases), as the
-    recipe and the overrides set it, read without TensorFlow ops (for `use_cpu_chains`)."""
-    phase_overrides = [[]] if plan is None else [list(phase.overrides) for phase in plan]
-    runs = [load_config(config_name, overrides=each + list(overrides), validate=False).run
-            for each in phase_overrides]
-    return [run.train_batch_size // max(1, run.gradient_accumulation_steps) for run in runs]
+def _read_data(stage: PlannedStage, overrides: Sequence[str], vocab_file: str | None,
+               assume_bert_vocabulary: bool) -> _Stage:
+    """The stage's shards, its config with their vocabulary, both checked against the run
+    directory and the held-out batch."""
+    files = pipeline.list_shards(stage.data)
+    eval_files = pipeline.list_shards(stage.eval_data) if stage.eval_data else []
+    metadata = pipeline.read_data_metadata(files + eval_files)
+    config = with_data_vocabulary(stage.config, overrides, metadata, vocab_file,
+                                  assume_bert_vocabulary)
+    pipeline.check_sequence_length(metadata, config.run.max_seq_length)
+    if eval_files:
+        _check_eval_records(eval_files, held_out_batch_size(config.run))
+    check_model_dir(stage.model_dir, config)
+    return _Stage(stage.label, stage.model_dir, config, files, eval_files)
 
 
 def _phase_done(stage: _Stage) -> bool:
@@ -323,10 +286,9 @@ def _phase_done(stage: _Stage) -> bool:
     return phases.checkpoint_step(checkpoints) >= stage.config.optimizer.train_steps
 
 
-def _check_phase_progress(plan, stages: list[_Stage]) -> None:
-    """The phases' lengths go up, and no phase has checkpoints while an earlier one is
-    unfinished (a directory mixed from two runs)."""
-    phases.check_lengths(plan, [stage.config.run.max_seq_length for stage in stages])
+def _check_phase_progress(stages: list[_Stage]) -> None:
+    """No phase has checkpoints while an earlier one is unfinished (a directory mixed from two
+    runs)."""
     for earlier, later in zip(stages, stages[1:]):
         if (phases.checkpoint_step(run_directory.checkpoints_dir(later.model_dir))
                 and not _phase_done(earlier)):
@@ -347,10 +309,11 @@ def _word_continuations(config):
     return word_masking.continuation_pieces_of(config.run.vocab_file)
 
 
-def _train(stage: _Stage, config_name, strategy, init_checkpoint, jit_compile, export,
-           preemption, started, stop_at_step) -> PretrainResult:
+def _train(stage: _Stage, job: PretrainJob, strategy, init_checkpoint, export, preemption,
+           started) -> PretrainResult:
     config, model_dir, files, eval_files = (stage.config, stage.model_dir, stage.files,
                                             stage.eval_files)
+    config_name, stop_at_step = job.name, job.stop_at_step
     is_chief = strategy.extended.should_checkpoint  # False only on non-chief multi-worker tasks
     write_dir = model_dir
     if not is_chief:  # collective saves need every worker; only the chief's copy is kept
@@ -360,7 +323,7 @@ def _train(stage: _Stage, config_name, strategy, init_checkpoint, jit_compile, e
     if is_chief:
         run_directory.write_config(model_dir, config)
 
-    jit_compile = distribution.use_xla(strategy, jit_compile)
+    jit_compile = distribution.use_xla(strategy, job.devices.jit_compile)
     is_continuation = _word_continuations(config)
     schedule_steps = config.optimizer.train_steps
     total = min(schedule_steps, stop_at_step or schedule_steps)  # where this call stops

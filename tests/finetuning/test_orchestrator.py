@@ -9,6 +9,9 @@ import pytest
 
 from electra_tf.errors import RunError
 from electra_tf.finetuning import api
+from electra_tf.finetuning.common import TaskOptions
+from electra_tf.finetuning.job import FinetuneJob
+from electra_tf.training.device_flags import DeviceOptions
 from tests.finetuning.helpers import TINY_MODEL, pair_task, write_vocab
 from tests.run_helpers import run_in_process
 
@@ -87,10 +90,10 @@ def test_what_cannot_start_is_refused_before_anything(steps, options, message):
     assert steps == []
 
 
-def test_the_command_hands_every_flag_to_finetune_tasks(monkeypatch, tmp_path):
+def test_the_command_hands_every_flag_to_finetune_tasks_as_one_job(monkeypatch, tmp_path):
     calls = []
-    monkeypatch.setattr(api, "finetune_tasks", lambda tasks, **options: calls.append(
-        (tasks, options)) or [])
+    monkeypatch.setattr(api, "finetune_tasks", lambda job, **options: calls.append(
+        (job, options)) or [])
     result = run_in_process([
         "--task", "glue/rte,csv", "--model_dir", str(tmp_path), "--init_checkpoint", "runs/x",
         "--config", "finetune/small", "--override", "finetune.seed=3", "--vocab_file", "v.txt",
@@ -101,15 +104,38 @@ def test_the_command_hands_every_flag_to_finetune_tasks(monkeypatch, tmp_path):
         "--text_b_column", "y", "--label_column", "z", "--labels", "p,q", "--regression",
         "--label_range", "0,5", "--tag_column", "1"], module="electra_tf.run_finetuning")
     assert result.returncode == 0, result.stderr[-2000:]
-    [(tasks, options)] = calls
-    on_report = options.pop("on_report")
-    assert tasks == ["glue/rte", "csv"] and callable(on_report)
-    assert options == dict(
-        model_dir=str(tmp_path), init_checkpoint="runs/x", config="finetune/small",
-        overrides=["finetune.seed=3"], vocab_file="v.txt", num_trials=2, strategy="one_device",
-        tpu=None, mixed_precision="bf16", jit_compile=False, cpu_devices=0, cpu_chains=0,
-        export=False, with_tokenizer=True, do_predict=True, data_dir="glue", use_tfds=True,
-        tfds_data_dir="t", train_file="a", dev_file="b", test_file="c", predict_file="d",
-        text_a_column="x", text_b_column="y", label_column="z", labels=["p", "q"],
-        regression=True, label_range=(0.0, 5.0), tag_column=1)
-    assert json.dumps(options)  # plain values: what a Python caller passes too
+    [(job, options)] = calls
+    assert list(options) == ["on_report"] and callable(options["on_report"])
+    assert isinstance(job, FinetuneJob)
+    assert job.tasks == ("glue/rte", "csv") and job.model_dir == str(tmp_path)
+    assert (job.init_checkpoint, job.num_trials, job.export, job.with_tokenizer,
+            job.do_predict) == ("runs/x", 2, False, True, True)
+    assert job.recipe.name == "finetune/small"
+    assert job.recipe.overrides == ("finetune.seed=3", "finetune.vocab_file=v.txt")
+    assert job.devices == DeviceOptions(strategy="one_device", tpu=None, mixed_precision="bf16",
+                                        jit_compile=False, cpu_devices=0, cpu_chains=0)
+    assert job.task_options == TaskOptions(
+        data_dir="glue", use_tfds=True, tfds_data_dir="t", train_file="a", dev_file="b",
+        test_file="c", predict_file="d", text_a_column="x", text_b_column="y",
+        label_column="z", labels=["p", "q"], regression=True, label_range=(0.0, 5.0),
+        tag_column=1, with_test=True)
+
+
+def test_the_recipe_is_read_once_for_every_task(steps, tmp_path, monkeypatch):
+    """One read of each file of the recipe (its includes too), however many tasks share it
+    and however many times their configs are built from it."""
+    from electra_tf import config as config_lib
+
+    reads = []
+    real_read = config_lib._read_file
+    monkeypatch.setattr(config_lib, "_read_file", lambda path, including: (
+        reads.append(path), real_read(path, including))[1])
+    vocab = write_vocab(tmp_path / "vocab.txt")
+    tasks = [pair_task(n_train=16, n_dev=8), pair_task(n_train=16, n_dev=8)]
+    object.__setattr__(tasks[1], "name", "csv2")
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("include: finetune/default\nfinetune: {seed: 4}\n")
+    api.finetune_tasks(tasks, model_dir=str(tmp_path / "runs"), vocab_file=vocab,
+                       overrides=SMALL, config=str(recipe))
+    assert reads == [str(recipe), "finetune/default"]
+    assert steps[1] == ("chains", 0, [8, 8])

@@ -8,6 +8,7 @@ from electra_tf import xla_cpu
 from electra_tf.models.replicated import ReplicatedModel
 from electra_tf.training import distribution
 from electra_tf.training.distribution import StrategyError, use_cpu_chains
+from electra_tf.training.pretrain_job import resolve_pretrain_job
 
 
 @pytest.fixture
@@ -174,5 +175,5 @@ def test_pretraining_picks_its_chains_from_every_phases_micro_batch(tmp_path, mo
     assert calls == [(0, [3])] and not any(tmp_path.iterdir())  # before anything is written
     # NVIDIA's two phases: 67,584 in 48 micro-batches, then 27,648 in 144
     two_phase = "pretrain/electra_base_two_phase"
-    assert pretrain._micro_batches(two_phase, pretrain.phases.read_phases(two_phase), []) == [
-        1408, 192]
+    job = resolve_pretrain_job(config=two_phase, data="records_128/*", model_dir=str(tmp_path))
+    assert [stage.micro_batch for stage in job.stages] == [1408, 192]
