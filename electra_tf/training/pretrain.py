@@ -8,8 +8,9 @@
     print(result.held_out[-1])        # (step, {"disc_auc": ..., ...})
 
 Calling it again with the same `model_dir` continues from the newest checkpoint, at the exact
-batch where the last call stopped. Inputs that cannot work raise `electra_tf.UserError` before
-anything is written.
+batch where the last call stopped. The keyword arguments are resolved into one `PretrainJob`
+first (`training.pretrain_job`: the recipe read once, every phase's config validated); inputs
+that cannot work raise `electra_tf.UserError` there, before anything is written.
 """
 
 from __future__ import annotations
