@@ -80,6 +80,27 @@ def run_cli(args, timeout=300, env=None, module="electra_tf.run_pretraining"):
 # Python's fault handler ends a crash report with one line naming every extension module loaded,
 # thousands of characters with TensorFlow: the tail of stderr that a failing test prints would
 # show that line and not the tracebacks above it.
+# What TensorFlow 2.21 prints when it loads on a machine without a GPU.
+TENSORFLOW_START_UP = ("cudart_stub", "cpu_feature_guard", "oneDNN",
+                       "This TensorFlow binary is optimized",
+                       "All log messages before absl::InitializeLog")
+# One replaced token of the demo's showcase: [original→sample p]
+MARKED_REPLACEMENT = re.compile(r"\[\S+→\S+ [01]\.\d\d\]")
+
+
+def run_command(module, *args, cwd=REPO, timeout=600):
+    """`python -m module args` as a user runs it: no TF_CPP_MIN_LOG_LEVEL in the environment."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    return subprocess.run([sys.executable, "-m", module, *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, cwd=cwd, env=env)
+
+
+def start_up_lines(result):
+    """The lines of TensorFlow's start-up in a command's output."""
+    return [line for line in (result.stdout + result.stderr).splitlines()
+            if any(marker in line for marker in TENSORFLOW_START_UP)]
+
+
 _EXTENSION_MODULES = re.compile(r"^Extension modules: .*\(total: \d+\)$\n?", re.MULTILINE)
 
 

@@ -1,10 +1,9 @@
-"""The console: no TensorFlow start-up lines by default, back with -v 1; the demo's showcase of
-replaced tokens; progress ETAs."""
+"""The console: no TensorFlow start-up lines by default, back with -v 1; the showcase of
+replaced tokens; progress ETAs. The demo's own console (no start-up lines, its showcase) is
+checked on the README's demo run, in test_run_pretraining.py."""
 
 import os
 import re
-import subprocess
-import sys
 import types
 
 import numpy as np
@@ -12,47 +11,10 @@ import pytest
 
 from electra_tf.console import requested_verbosity
 from electra_tf.evaluation import replaced_tokens
-from tests.run_helpers import REPO, SPECIALS, VOCAB_SIZE, write_records
-
-TIMEOUT_S = 600
-# What TensorFlow 2.21 prints when it loads on a machine without a GPU.
-TENSORFLOW_START_UP = ("cudart_stub", "cpu_feature_guard", "oneDNN",
-                       "This TensorFlow binary is optimized",
-                       "All log messages before absl::InitializeLog")
-MARKED_REPLACEMENT = re.compile(r"\[\S+→\S+ [01]\.\d\d\]")
-
-
-def run_command(module, *args):
-    """`python -m module args` as a user runs it: no TF_CPP_MIN_LOG_LEVEL in the environment."""
-    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-    return subprocess.run([sys.executable, "-m", module, *map(str, args)], capture_output=True,
-                          text=True, timeout=TIMEOUT_S, cwd=REPO, env=env)
-
-
-def start_up_lines(result):
-    return [line for line in (result.stdout + result.stderr).splitlines()
-            if any(marker in line for marker in TENSORFLOW_START_UP)]
-
+from tests.run_helpers import (MARKED_REPLACEMENT, REPO, SPECIALS, VOCAB_SIZE, run_command,
+                               start_up_lines, write_records)
 
 # ---- the entry points' output ------------------------------------------------------------------
-
-@pytest.mark.slow
-def test_demo_prints_its_own_lines_and_replaced_tokens_but_no_tensorflow_start_up(tmp_path):
-    result = run_command("electra_tf.run_pretraining", "--model_dir", tmp_path / "demo",
-                         "--train_steps", 2, "--noexport", "--override", "run.eval_batches=1",
-                         "--override", "run.train_batch_size=8")
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert start_up_lines(result) == []
-    assert "UserWarning" not in result.stderr  # Keras' warnings about our own calls
-    assert "step 2/2" in result.stderr and "ETA" in result.stderr
-    assert "held-out at step 2: disc_auc" in result.stderr
-    showcase = result.stdout.split("replaced tokens in held-out examples at step 2:\n", 1)[1]
-    assert showcase.startswith("legend: [original→sample p]")
-    assert re.search(r"^1\. ", showcase, re.MULTILINE) and re.search(r"^3\. ", showcase, re.MULTILINE)
-    assert MARKED_REPLACEMENT.search(showcase)
-    assert re.search(r"^replaced tokens: \d+, mean p [01]\.\d\d, \d+ above 0\.5; other tokens: ",
-                     showcase, re.MULTILINE)
-
 
 @pytest.mark.slow
 def test_errors_still_show_at_default_verbosity(tmp_path):

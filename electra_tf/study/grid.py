@@ -23,6 +23,7 @@ import time
 from absl import logging
 
 from electra_tf import run_directory
+from electra_tf.config import Recipe
 from electra_tf.finetuning import runner
 from electra_tf.finetuning.api import load_task, resolve_finetune_config
 from electra_tf.finetuning.common import FinetuneError
@@ -42,7 +43,7 @@ class GridSettings:
     label_counts: tuple
     seeds: int
     learning_rates: tuple[float, ...]
-    config: str  # recipe, e.g. "finetune/small"
+    config: str | Recipe  # the recipe, e.g. "finetune/small", or read once (`read_recipe`)
     overrides: tuple[str, ...]
     min_steps: int
     max_seq_length: int

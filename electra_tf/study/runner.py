@@ -24,6 +24,7 @@ from typing import Sequence
 
 from absl import logging
 
+from electra_tf.config import read_recipe
 from electra_tf.study import (data as data_lib, grid, plan, pretraining, report, results,
                               reuse)
 from electra_tf.study.plan import STUDY_FILE, StudyError
@@ -139,6 +140,7 @@ def run_study(*, data_dir: str = "data/debian", output_dir: str = "runs/study",
     _check_settings(output_dir, settings)
     if random_from:  # checked before anything is built
         reuse.check_compatible(reuse.read_settings(random_from), settings, random_from)
+    finetune_recipe = read_recipe(finetune_config)  # once, for every trial; refused here
 
     data = data_lib.prepare_data(data_dir, vocab_size, max_seq_length)
     runs = pretraining.plan_runs(pretrain_config, overrides, data, checkpoints, objectives,
@@ -162,7 +164,7 @@ def run_study(*, data_dir: str = "data/debian", output_dir: str = "runs/study",
         logging.info("reused %d random-initialisation trials of %s", copied, random_from)
     grid_settings = grid.GridSettings(
         label_counts=label_counts, seeds=seeds, learning_rates=learning_rates,
-        config=finetune_config, overrides=tuple(finetune_overrides),
+        config=finetune_recipe, overrides=tuple(finetune_overrides),
         min_steps=min_finetune_steps, max_seq_length=finetune_max_seq_length,
         keep_checkpoints=keep_finetune_checkpoints)
     finished = grid.run_grid(encoders, data, grid_settings, output_dir, preemption)

@@ -1,5 +1,5 @@
 """Pretraining in phases: the recipe's phase list, its refusals, a 32 -> 64 run end to end, and
-a run killed in each phase that resumes to the weights of an uninterrupted one."""
+the same run killed in each phase, which resumes to the uninterrupted run's weights."""
 
 import json
 import os
@@ -139,38 +139,6 @@ def _records_with_metadata(tmp_path):
     return str(directory / "*.tfrecord*")
 
 
-@pytest.mark.slow
-def test_two_phases_train_one_after_the_other_and_a_rerun_continues(data, tmp_path):
-    recipe = _write_recipe(tmp_path / "recipe.yaml", RECIPE % (20, 10))
-    run = tmp_path / "run"
-    result = run_in_process(_args(recipe, data, run))
-    assert result.returncode == 0, result.stderr[-3000:]
-    phase_1 = run / "phases" / "1"
-    assert tf.train.latest_checkpoint(str(phase_1 / "checkpoints")).endswith("ckpt-20")
-    assert tf.train.latest_checkpoint(str(run / "checkpoints")).endswith("ckpt-10")
-    assert "max_seq_length: 32" in (phase_1 / "config.yaml").read_text()
-    final_config = (run / "config.yaml").read_text()
-    assert "max_seq_length: 64" in final_config and "gradient_accumulation_steps: 2" in final_config
-    assert "learning_rate: 0.0005" in final_config and "train_steps: 10" in final_config
-    assert "phase 1 of 2 (OneDeviceStrategy" in result.stderr
-    assert "phase 2 of 2 (OneDeviceStrategy, no XLA) from step 0 to 10" in result.stderr
-    assert f"initialised weights from {phase_1 / 'checkpoints'}" in result.stderr
-    assert (run / "curves.png").exists() and (phase_1 / "curves.png").exists()
-    assert "finished phase 2 of 2, the last, at step 10" in result.stdout
-
-    # Phase 2 started from phase 1's weights, and trained the positions phase 1 never saw.
-    first, second = _weights(phase_1 / "checkpoints"), _weights(run / "checkpoints")
-    position = next(n for n in first if "position_embeddings" in n)
-    assert first[position].shape[0] == 64
-    moved = np.abs(second[position] - first[position]).max(axis=1)
-    assert moved[32:].min() > 1e-4, moved[32:]
-    assert set(first) == set(second)
-
-    again = run_in_process(_args(recipe, data, run))
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert "phase 1 of 2 is done" in again.stderr and "already at step 10" in again.stderr
-
-
 def _wait_for_checkpoint(process, directory, deadline):
     # The state file is written after a checkpoint's files: wait for it to name one.
     while tf.train.latest_checkpoint(str(directory)) is None:
@@ -181,11 +149,36 @@ def _wait_for_checkpoint(process, directory, deadline):
 
 
 @pytest.mark.slow
-def test_a_run_killed_in_each_phase_resumes_to_an_uninterrupted_runs_weights(data, tmp_path):
+def test_two_phases_train_in_turn_and_a_run_killed_in_each_phase_resumes_to_the_same_weights(
+        data, tmp_path):
     recipe = _write_recipe(tmp_path / "recipe.yaml", RECIPE % (40, 30))
-    straight = run_cli(_args(recipe, data, tmp_path / "straight", "--deterministic"))
-    assert straight.returncode == 0, straight.stderr[-3000:]
+    run = tmp_path / "straight"
+    result = run_cli(_args(recipe, data, run, "--deterministic"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    phase_1 = run / "phases" / "1"
+    assert tf.train.latest_checkpoint(str(phase_1 / "checkpoints")).endswith("ckpt-40")
+    assert tf.train.latest_checkpoint(str(run / "checkpoints")).endswith("ckpt-30")
+    assert "max_seq_length: 32" in (phase_1 / "config.yaml").read_text()
+    final_config = (run / "config.yaml").read_text()
+    assert "max_seq_length: 64" in final_config and "gradient_accumulation_steps: 2" in final_config
+    assert "learning_rate: 0.0005" in final_config and "train_steps: 30" in final_config
+    assert "phase 1 of 2 (OneDeviceStrategy" in result.stderr
+    assert "phase 2 of 2 (OneDeviceStrategy, no XLA) from step 0 to 30" in result.stderr
+    assert f"initialised weights from {phase_1 / 'checkpoints'}" in result.stderr
+    assert (run / "curves.png").exists() and (phase_1 / "curves.png").exists()
+    assert "finished phase 2 of 2, the last, at step 30" in result.stdout
+    # Phase 2 started from phase 1's weights, and trained the positions phase 1 never saw.
+    first, second = _weights(phase_1 / "checkpoints"), _weights(run / "checkpoints")
+    position = next(n for n in first if "position_embeddings" in n)
+    assert first[position].shape[0] == 64
+    moved = np.abs(second[position] - first[position]).max(axis=1)
+    assert moved[32:].min() > 1e-4, moved[32:]
+    assert set(first) == set(second)
+    again = run_in_process(_args(recipe, data, run))
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "phase 1 of 2 is done" in again.stderr and "already at step 30" in again.stderr
 
+    # The same run killed in phase 1, then in phase 2, then rerun: the uninterrupted weights.
     killed = tmp_path / "killed"
     args = _args(recipe, data, killed, "--deterministic")
     command = [sys.executable, "-m", "electra_tf.run_pretraining", *args]
@@ -202,8 +195,7 @@ def test_a_run_killed_in_each_phase_resumes_to_an_uninterrupted_runs_weights(dat
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "phase 1 of 2 is done" in resumed.stderr and "resuming from" in resumed.stderr
     for directory in ("phases/1/checkpoints", "checkpoints"):
-        expected, actual = (_weights(tmp_path / "straight" / directory),
-                            _weights(killed / directory))
+        expected, actual = (_weights(run / directory), _weights(killed / directory))
         assert set(expected) == set(actual)
         for name in expected:
             np.testing.assert_allclose(actual[name], expected[name], atol=1e-6,
