@@ -88,6 +88,13 @@ class ModelConfig:
             raise ConfigError("model.embedding_sharing gdes shares the generator's word table "
                               "with the discriminator: it cannot go with "
                               "model.untied_generator_embeddings true")
+        for name in ("hidden_dropout", "attention_dropout"):
+            require_range(self, "model", name, 0.0, 1.0, below_high=True)
+        for name in ("layer_norm_epsilon", "initializer_range", "generator_fraction"):
+            require_range(self, "model", name, 0.0, above_low=True)
+        require_positive(self, "model", [name for name in (
+            "generator_hidden_size", "generator_num_heads", "generator_intermediate_size",
+            "generator_num_layers") if getattr(self, name) is not None])
         if self.activation not in ("gelu", "gelu_approximate", "relu"):
             raise ConfigError(f"model.activation must be gelu, gelu_approximate or relu, "
                               f"got {self.activation!r}")
@@ -145,6 +152,10 @@ class ObjectiveConfig:
                               f"1, got {self.span_p} and {self.span_max_words}")
         if self.temperature <= 0.0:
             raise ConfigError(f"objective.temperature must be positive, got {self.temperature}")
+        for name in ("gen_weight", "disc_weight"):
+            require_range(self, "objective", name, 0.0)
+        for name in ("pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id"):
+            require_range(self, "objective", name, 0)
         if self.variant not in OBJECTIVE_VARIANTS:
             raise ConfigError(f"objective.variant must be one of {', '.join(OBJECTIVE_VARIANTS)}, "
                               f"got {self.variant!r}")
@@ -175,7 +186,7 @@ class OptimizerConfig:
     beta_1: float = 0.9
     beta_2: float = 0.999
     epsilon: float = 1e-6
-    clip_norm: float = 1.0
+    clip_norm: float = 1.0  # global-norm clipping; 0 turns it off
     bias_correction: bool | None = None  # None: the optimizer's default (AdamW off, LAMB on)
     layerwise_lr_decay: float = 0.0  # fine-tuning: 0.8 (0.9 for large); 0 turns it off
     layerwise_lr_decay_fix_off_by_one: bool = False  # True: top layer at decay^1 (issue #51)
@@ -191,6 +202,12 @@ class OptimizerConfig:
             raise ConfigError(f"optimizer.train_steps must be positive, got {self.train_steps}")
         if self.warmup_steps < 0:
             raise ConfigError(f"optimizer.warmup_steps must be >= 0, got {self.warmup_steps}")
+        for name in ("learning_rate", "epsilon"):
+            require_range(self, "optimizer", name, 0.0, above_low=True)
+        for name in ("weight_decay", "lr_decay_power", "clip_norm"):  # clip_norm 0: no clipping
+            require_range(self, "optimizer", name, 0.0)
+        for name in ("beta_1", "beta_2"):
+            require_range(self, "optimizer", name, 0.0, 1.0, below_high=True)
 
 
 @dataclasses.dataclass
@@ -241,6 +258,23 @@ def require_positive(section, prefix: str, names) -> None:
     for name in names:
         if getattr(section, name) < 1:
             raise ConfigError(f"{prefix}.{name} must be positive, got {getattr(section, name)}")
+
+
+def require_range(section, prefix: str, name: str, low: float, high: float | None = None, *,
+                  above_low: bool = False, below_high: bool = False) -> None:
+    """ConfigError unless `section.name` is at least `low` (above it with `above_low`) and at
+    most `high` (below it with `below_high`; no upper bound when `high` is None): a wrong sign
+    or zero where it means nothing is refused, not trained with."""
+    value = getattr(section, name)
+    too_low = value <= low if above_low else value < low
+    too_high = high is not None and (value >= high if below_high else value > high)
+    if too_low or too_high or math.isnan(value):
+        if high is None:
+            wanted = ("positive" if low == 0 else f"above {low:g}") if above_low else f">= {low:g}"
+        else:
+            wanted = (f"in {'(' if above_low else '['}{low:g}, {high:g}"
+                      f"{')' if below_high else ']'}")
+        raise ConfigError(f"{prefix}.{name} must be {wanted}, got {value}")
 
 
 def validate_sections(config, sequence_section: str):
@@ -319,6 +353,7 @@ class FinetuneRunConfig:
             raise ConfigError(f"finetune.loss_reduction must be sum or mean, got {self.loss_reduction!r}")
         if self.eval_every_steps < 0:
             raise ConfigError(f"finetune.eval_every_steps must be >= 0, got {self.eval_every_steps}")
+        require_range(self, "finetune", "head_dropout", 0.0, 1.0, below_high=True)
 
 
 @dataclasses.dataclass

@@ -3,6 +3,7 @@
 import dataclasses
 import glob
 import os
+import re
 
 import pytest
 
@@ -11,6 +12,7 @@ from electra_tf.config import (
     OBJECTIVE_VARIANTS,
     ConfigError,
     ElectraConfig,
+    FinetuneConfig,
     ModelConfig,
     ObjectiveConfig,
     OptimizerConfig,
@@ -417,3 +419,66 @@ def test_plus_recipes_are_the_papers_with_the_released_models_differences(name, 
         expected = dataclasses.replace(expected, **{section: dataclasses.replace(
             getattr(expected, section), **{field: value})})
     assert plus == expected
+
+
+# Values whose sign or size means nothing: refused with the key, in overrides and files alike.
+OUT_OF_RANGE = [
+    ("optimizer.learning_rate=-1", "optimizer.learning_rate must be positive, got -1.0"),
+    ("optimizer.learning_rate=0", "optimizer.learning_rate must be positive, got 0.0"),
+    ("optimizer.warmup_steps=-5", "optimizer.warmup_steps must be >= 0, got -5"),
+    ("optimizer.weight_decay=-0.01", "optimizer.weight_decay must be >= 0, got -0.01"),
+    ("optimizer.lr_decay_power=-1", "optimizer.lr_decay_power must be >= 0, got -1.0"),
+    ("optimizer.clip_norm=-1", "optimizer.clip_norm must be >= 0, got -1.0"),
+    ("optimizer.epsilon=0", "optimizer.epsilon must be positive, got 0.0"),
+    ("optimizer.epsilon=.nan", "optimizer.epsilon must be positive, got nan"),
+    ("optimizer.beta_1=1", "optimizer.beta_1 must be in [0, 1), got 1.0"),
+    ("optimizer.beta_2=-0.5", "optimizer.beta_2 must be in [0, 1), got -0.5"),
+    ("optimizer.train_steps=-3", "optimizer.train_steps must be positive, got -3"),
+    ("objective.mask_prob=0", "objective.mask_prob must be in (0, 1), got 0.0"),
+    ("objective.mask_token_rate=1.5", "objective.mask_token_rate must be in [0, 1], got 1.5"),
+    ("objective.temperature=-1", "objective.temperature must be positive, got -1.0"),
+    ("objective.disc_weight=-50", "objective.disc_weight must be >= 0, got -50.0"),
+    ("objective.gen_weight=-1", "objective.gen_weight must be >= 0, got -1.0"),
+    ("objective.mask_token_id=-1", "objective.mask_token_id must be >= 0, got -1"),
+    ("model.hidden_dropout=1", "model.hidden_dropout must be in [0, 1), got 1.0"),
+    ("model.attention_dropout=-0.1", "model.attention_dropout must be in [0, 1), got -0.1"),
+    ("model.layer_norm_epsilon=0", "model.layer_norm_epsilon must be positive, got 0.0"),
+    ("model.initializer_range=-0.02", "model.initializer_range must be positive, got -0.02"),
+    ("model.generator_fraction=0", "model.generator_fraction must be positive, got 0.0"),
+    ("model.generator_num_layers=0", "model.generator_num_layers must be positive, got 0"),
+    ("run.train_batch_size=-8", "run.train_batch_size must be positive, got -8"),
+]
+
+
+@pytest.mark.parametrize("override, message", OUT_OF_RANGE)
+def test_pretraining_values_out_of_range_are_refused(override, message, tmp_path):
+    with pytest.raises(ConfigError) as raised:
+        load_config("pretrain/demo", overrides=[override])
+    assert str(raised.value) == message
+    # the same value in a recipe file
+    section, _, rest = override.partition(".")
+    key, _, value = rest.partition("=")
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(f"include: pretrain/demo\n{section}:\n  {key}: {value}\n")
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(str(recipe))
+
+
+@pytest.mark.parametrize("override, message", [
+    ("optimizer.learning_rate=-3e-4", "optimizer.learning_rate must be positive"),
+    ("finetune.head_dropout=1.5", "finetune.head_dropout must be in [0, 1), got 1.5"),
+    ("finetune.warmup_proportion=-0.1", "finetune.warmup_proportion must be in [0, 1]"),
+    ("finetune.num_train_epochs=0", "finetune.num_train_epochs must be positive"),
+    ("finetune.eval_batch_size=0", "finetune.eval_batch_size must be positive"),
+])
+def test_fine_tuning_values_out_of_range_are_refused(override, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config("finetune/default", base=FinetuneConfig(), overrides=[override])
+
+
+def test_the_edges_of_each_range_are_accepted():
+    config = load_config("pretrain/demo", overrides=[
+        "optimizer.weight_decay=0", "optimizer.clip_norm=0", "optimizer.warmup_steps=0",
+        "optimizer.beta_1=0", "optimizer.lr_decay_power=0", "model.hidden_dropout=0",
+        "model.attention_dropout=0", "objective.gen_weight=0", "objective.mask_token_rate=1"])
+    assert config.optimizer.clip_norm == 0.0 and config.model.hidden_dropout == 0.0

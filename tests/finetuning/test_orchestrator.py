@@ -139,3 +139,13 @@ def test_the_recipe_is_read_once_for_every_task(steps, tmp_path, monkeypatch):
                        overrides=SMALL, config=str(recipe))
     assert reads == [str(recipe), "finetune/default"]
     assert steps[1] == ("chains", 0, [8, 8])
+
+
+def test_a_negative_learning_rate_is_refused_before_any_trial(steps, tmp_path):
+    from electra_tf.config import ConfigError
+
+    vocab = write_vocab(tmp_path / "vocab.txt")
+    with pytest.raises(ConfigError, match="optimizer.learning_rate must be positive, got -0.001"):
+        api.finetune_tasks([pair_task(n_train=16, n_dev=8)], model_dir=str(tmp_path / "run"),
+                           vocab_file=vocab, overrides=[*SMALL, "optimizer.learning_rate=-1e-3"])
+    assert "trials" not in [step[0] for step in steps] and not (tmp_path / "run").exists()
