@@ -334,6 +334,52 @@ def test_unknown_key_in_config_yaml(fixture_data, model_dir, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("where", ["override", "recipe"])
+def test_a_negative_learning_rate_is_refused_not_trained_with(fixture_data, model_dir, tmp_path,
+                                                              where):
+    """Gradient ascent used to run to the end, writing checkpoints and an export."""
+    data, vocab = fixture_data
+    args = cli_args(data, vocab, model_dir, 20)
+    if where == "override":
+        args += ["--override", "optimizer.learning_rate=-1"]
+    else:
+        config = tmp_path / "mine.yaml"
+        config.write_text("include: pretrain/demo\noptimizer:\n  learning_rate: -1\n")
+        args[args.index("--config") + 1] = str(config)
+    error, _ = _refused_keeping(model_dir, args, whole_dir=True)
+    assert error == "error: optimizer.learning_rate must be positive, got -1.0", error
+
+
+@pytest.mark.slow
+def test_a_torn_newest_checkpoint_is_passed_over_and_the_run_goes_on(fixture_data, model_dir):
+    """The newest checkpoint cut short (a full disk, a killed copy): the run resumes from the
+    one before it, says so, and finishes; a run with no checkpoint that reads stops with one
+    line naming them and deletes nothing."""
+    data, vocab = fixture_data
+    second = run_in_process(cli_args(data, vocab, model_dir, 20, "--noexport"))
+    assert second.returncode == 0, second.stderr[-3000:]
+    newest = model_dir / "checkpoints" / "ckpt-20.data-00000-of-00001"
+    newest.write_bytes(newest.read_bytes()[: newest.stat().st_size // 2])
+    resumed = run_in_process(cli_args(data, vocab, model_dir, 30, "--noexport"))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    checkpoints = model_dir / "checkpoints"
+    assert (f"{checkpoints / 'ckpt-20'} cannot be read (" in resumed.stderr
+            and f"resuming from {checkpoints / 'ckpt-10'}, the newest checkpoint that reads"
+            in resumed.stderr), resumed.stderr[-3000:]
+    assert f"resuming from {checkpoints / 'ckpt-10'} at step 10" in resumed.stderr
+    assert (checkpoints / "ckpt-30.index").exists()
+
+    for name in ("ckpt-10.index", "ckpt-20.index", "ckpt-30.index"):
+        index = checkpoints / name
+        index.write_bytes(index.read_bytes()[: index.stat().st_size // 2])
+    before = _snapshot(checkpoints)
+    error, _ = _run_refused(cli_args(data, vocab, model_dir, 40, "--noexport"))
+    assert error.startswith(f"error: no checkpoint in {checkpoints} can be read: ckpt-30: "), error
+    assert "; ckpt-20: " in error and "; ckpt-10: " in error and "Nothing was deleted" in error
+    assert _snapshot(checkpoints) == before
+
+
+@pytest.mark.slow
 def test_max_seq_length_above_max_positions(fixture_data, model_dir):
     data, vocab = fixture_data
     error, _ = _refused_keeping(

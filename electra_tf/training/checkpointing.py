@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import tensorflow as tf
+from absl import logging
 
 from electra_tf.errors import CheckpointError  # raised here; callers import it from here too
-
 
 def weights_by_path(model) -> dict:
     """The checkpoint's `weights` entry: every model weight keyed by its Keras path."""
@@ -41,22 +43,62 @@ class RunCheckpoint:
 
     @property
     def latest(self) -> str | None:
-        return self.manager.latest_checkpoint
+        """The checkpoint the run stands on: the one restored, until a newer one is saved."""
+        return self.manager.latest_checkpoint if self.restored is None else self.restored
+
+    restored: str | None = None
 
     def restore_latest(self) -> int:
-        """Restores the newest checkpoint (if any); returns the global batches it had consumed."""
-        if self.latest is None:
+        """Restores the newest checkpoint that reads (if any); returns the global batches it
+        had consumed.
+
+        A newest checkpoint whose files cannot be read (torn by a full disk or a killed copy)
+        is passed over for the one before it, with one warning naming both; nothing is
+        deleted. CheckpointError when none reads (naming each and why), or when one reads
+        but does not fit the model (that is not a torn file: no older one is tried)."""
+        candidates = list(reversed(self.manager.checkpoints))  # newest first
+        if not candidates:
             return 0
         self.model.optimizer.build(self.model.trainable_variables)
-        try:
-            self.checkpoint.restore(self.latest).assert_existing_objects_matched()
-        except (ValueError, AssertionError, tf.errors.OpError) as e:
-            raise CheckpointError(f"{self.latest} does not fit this model: {first_line(e)}") from None
-        return int(self.batches_seen.numpy())
+        unreadable = []
+        for path in candidates:
+            try:
+                self.checkpoint.restore(path).assert_existing_objects_matched()
+            except (ValueError, AssertionError, IndexError, tf.errors.OpError) as e:
+                why = unreadable_because(path)
+                if why is None:  # the files read: another model's checkpoint, not a torn one
+                    raise CheckpointError(f"{path} does not fit this model: {first_line(e)}") \
+                        from None
+                unreadable.append((path, why))
+                continue
+            if unreadable:
+                logging.warning("%s cannot be read (%s); resuming from %s, the newest checkpoint "
+                                "that reads", ", ".join(p for p, _ in unreadable),
+                                unreadable[0][1], path)
+            self.restored = path
+            return int(self.batches_seen.numpy())
+        raise CheckpointError(
+            "no checkpoint in " + os.path.dirname(candidates[0]) + " can be read: "
+            + "; ".join(f"{os.path.basename(p)}: {why}" for p, why in unreadable)
+            + ". Nothing was deleted: restore the files, or start over in another --model_dir")
 
     def save(self, batches_seen: int) -> str:
         self.batches_seen.assign(batches_seen)
+        self.restored = None
         return self.manager.save(checkpoint_number=batches_seen)
+
+
+def unreadable_because(path: str) -> str | None:
+    """Why a checkpoint's files cannot be read whole (None: they can): its index opened and
+    every tensor read. Torn files (cut short by a full disk or a killed copy) fail here: "not
+    an sstable", "Read less bytes than requested", a missing shard."""
+    try:
+        reader = tf.train.load_checkpoint(path)
+        for name in reader.get_variable_to_shape_map():
+            reader.get_tensor(name)
+    except (tf.errors.OpError, IndexError, ValueError, OSError) as e:
+        return first_line(e)
+    return None
 
 
 def restore_weights(model, path: str) -> None:
