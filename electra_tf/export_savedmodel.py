@@ -261,6 +261,7 @@ def run() -> int:
 
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.export.precision import serving_copy
+    from electra_tf.export.staging import write_staged
     from electra_tf.training.checkpointing import restore_weights
 
     card = run_directory.read_task_card(FLAGS.model_dir) if FLAGS.model_dir else None
@@ -271,20 +272,10 @@ def run() -> int:
                     else _discriminator(config_path))
     _check_fits(tf, model, checkpoint, config_path)
     restore_weights(model, checkpoint)
-    # Written next to the target under a name TF Serving ignores (not a number), then renamed:
-    # a server polling output_dir never sees a partial version.
-    staging = os.path.join(output_dir, f".tmp-{version}-{os.getpid()}")
-    if tf.io.gfile.exists(staging):
-        tf.io.gfile.rmtree(staging)
-    tf.io.gfile.makedirs(output_dir)
-    try:
-        write(staging, serving_copy(model, FLAGS.serving_dtype, FLAGS.transposed_feedforward))
-        if tf.io.gfile.exists(target):  # only with --overwrite (checked above)
-            tf.io.gfile.rmtree(target)
-        tf.io.gfile.rename(staging, target)
-    finally:
-        if tf.io.gfile.exists(staging):
-            tf.io.gfile.rmtree(staging)
+    # a server polling output_dir never sees a partial version (an existing target is replaced
+    # only with --overwrite, checked above)
+    write_staged(target, lambda staging: write(
+        staging, serving_copy(model, FLAGS.serving_dtype, FLAGS.transposed_feedforward)))
     embeddings = FLAGS.with_embeddings
     signatures = ["serving_default"] + ["serve_examples"] * FLAGS.with_examples + [
         "serve_text"] * FLAGS.with_tokenizer + ["serve_embeddings"] * embeddings + [

@@ -44,6 +44,7 @@ def test_run_writes_checkpoints_events_config_and_savedmodel(fixture_data, tmp_p
     assert (run / "config.yaml").read_text().count("max_seq_length: 32") == 1
     assert list((run / "tensorboard").glob("events.out.tfevents.*"))
     assert (run / "export" / "20" / "saved_model.pb").exists()
+    assert os.listdir(run / "export") == ["20"]  # written aside, then renamed (export.staging)
     assert "step 20/20" in result.stderr and "disc_auc" in result.stderr
     assert "SavedModel:" in result.stdout and "finished at step 20" in result.stdout
     # --cpu_chains 2 on any CPU (the default's pick: on the README demo's run)

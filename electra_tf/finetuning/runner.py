@@ -24,6 +24,7 @@ from absl import logging
 
 from electra_tf import run_directory
 from electra_tf.config import FinetuneConfig, check_accumulation
+from electra_tf.export.staging import write_staged
 from electra_tf.finetuning import kinds
 from electra_tf.finetuning.common import FinetuneError, TaskJob
 from electra_tf.finetuning.source import EncoderSource, restore_encoder
@@ -203,9 +204,8 @@ def run_trial(job: TaskJob, config: FinetuneConfig, trial_dir: str, seed: int, *
                       if split != "step"}
     if export:
         export_dir = os.path.join(run_directory.export_dir(trial_dir), str(total))
-        if tf.io.gfile.exists(export_dir):
-            tf.io.gfile.rmtree(export_dir)
-        results["export"] = job.export(model, export_dir, with_tokenizer)
+        results["export"] = write_staged(
+            export_dir, lambda staging: job.export(model, staging, with_tokenizer))
     if do_predict:
         output_dir = os.path.join(trial_dir, run_directory.PREDICTIONS)
         tf.io.gfile.makedirs(output_dir)

@@ -31,6 +31,7 @@ from electra_tf.pretraining_data import builder as pretraining_data, corpus
 from electra_tf.text import vocab_learning
 from electra_tf.errors import RunError
 from electra_tf.export import export_discriminator
+from electra_tf.export.staging import write_staged
 from electra_tf.models import build_pretrainer
 from electra_tf.models.replicated import ReplicatedModel
 from electra_tf.training import callbacks, checkpointing, distribution, loop, phases
@@ -405,8 +406,9 @@ def _train(stage: _Stage, job: PretrainJob, strategy, init_checkpoint, export, p
         logging.info("preempted: saved %s; rerun the same command to continue", run_checkpoint.latest)
     elif is_chief:
         if export:
-            export_dir = export_discriminator(
-                model, os.path.join(run_directory.export_dir(model_dir), str(result.step)))
+            export_dir = write_staged(
+                os.path.join(run_directory.export_dir(model_dir), str(result.step)),
+                lambda staging: export_discriminator(model, staging))
         curves = plot_pretraining_curves(model_dir)
     return PretrainResult(
         model_dir=model_dir, status=result.status, step=result.step,
