@@ -150,8 +150,7 @@ class ObjectiveConfig:
         if not 0.0 < self.span_p < 1.0 or self.span_max_words < 1:
             raise ConfigError(f"objective.span_p must be in (0, 1) and span_max_words at least "
                               f"1, got {self.span_p} and {self.span_max_words}")
-        if self.temperature <= 0.0:
-            raise ConfigError(f"objective.temperature must be positive, got {self.temperature}")
+        require_range(self, "objective", "temperature", 0.0, above_low=True)
         for name in ("gen_weight", "disc_weight"):
             require_range(self, "objective", name, 0.0)
         for name in ("pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id"):

@@ -82,10 +82,6 @@ def resolve_finetune_job(task_list: Sequence, *, model_dir: str | None,
         raise RunError(f"--num_trials must be at least 1, got {num_trials}")
     if not task_list:
         raise RunError("no task to fine-tune on")
-    unknown = sorted(set(task_options) - {f.name for f in dataclasses.fields(TaskOptions)})
-    if unknown:
-        raise TypeError(f"unknown task option(s) {', '.join(unknown)}; the options are "
-                        f"{', '.join(f.name for f in dataclasses.fields(TaskOptions))}")
     overrides = [*overrides, *([f"finetune.vocab_file={vocab_file}"] if vocab_file else [])]
     devices = devices or DeviceOptions(strategy or "auto", tpu, mixed_precision, jit_compile,
                                        cpu_devices, cpu_chains)

@@ -70,10 +70,6 @@ class PretrainJob:
     def name(self) -> str:
         return self.recipe.name
 
-    @property
-    def phased(self) -> bool:
-        return bool(self.stages[0].label)
-
 
 def resolve_pretrain_job(*, config: str | None = None, data: str | None = None,
                          eval_data: str | None = None, vocab_file: str | None = None,
