@@ -8,6 +8,7 @@ this one (help texts and docstrings spell them out).
       electra_tf` (the same layout)                  vocab.txt                   (converted, if known)
                                                      data/vocab.txt              (the demo's data)
                                                      tensorboard/, export/<step>/
+                                                     run.lock (while a run writes it)
     fine-tuning run (`run_finetuning`), one trial    config.yaml, task.json (the task card: what
                                                      a trial needs to rebuild its model),
                                                      checkpoints/, results.json, report.json,
@@ -41,6 +42,7 @@ from electra_tf.errors import CheckpointError
 # ---- names ------------------------------------------------------------------------------------
 
 CONFIG = "config.yaml"
+RUN_LOCK = "run.lock"  # while a run writes the directory: its host and pid (`run_lock`)
 CHECKPOINTS = "checkpoints"
 CHECKPOINT_NAME = "ckpt"  # tf.train.CheckpointManager's: checkpoints/ckpt-<step>
 VOCAB = "vocab.txt"
@@ -84,6 +86,10 @@ EXPECTED = (f"a run directory of run_pretraining or an output directory of conve
 
 def config_file(directory: str) -> str:
     return os.path.join(directory, CONFIG)
+
+
+def lock_file(directory: str) -> str:
+    return os.path.join(directory, RUN_LOCK)
 
 
 def checkpoints_dir(directory: str) -> str:

@@ -4,6 +4,9 @@ submission files, resume, and one `error:` line for every kind of bad input."""
 import json
 import os
 import random
+import socket
+import subprocess
+import sys
 
 import pytest
 import tensorflow as tf
@@ -228,6 +231,26 @@ def test_bad_input_is_one_error_line_and_nothing_is_overwritten(case, init_dir, 
     assert_one_line_error(finetune_main(*args), *fragments)
     assert (model_dir / "config.yaml").read_text() == "previous run\n"
     assert sorted(os.listdir(model_dir)) == ["config.yaml"]
+
+
+def test_a_run_directory_in_use_is_refused_naming_its_holder(init_dir, csv_dir, tmp_path):
+    """As in pretraining (tests/test_run_lock.py): a live holder's run.lock refuses a second
+    fine-tuning run before it writes anything."""
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        lock = {"host": socket.gethostname(), "pid": holder.pid, "started": "2026-12-06T09:00:00"}
+        (model_dir / "run.lock").write_text(json.dumps(lock))
+        result = finetune_main("--init_checkpoint", init_dir, "--model_dir", str(model_dir),
+                               "--data_dir", str(csv_dir), *CSV_ARGS, "--override",
+                               "finetune.max_seq_length=16")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert_one_line_error(result, f"{model_dir} is in use by process {holder.pid} on "
+                                  f"{socket.gethostname()}")
+    assert os.listdir(model_dir) == ["run.lock"]
 
 
 def test_cpu_chains_that_do_not_divide_the_batch(init_dir, tmp_path, monkeypatch):

@@ -14,13 +14,16 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import struct
 import subprocess
+import sys
+import time
 
 import pytest
 
 from electra_tf.pretraining_data import pretraining_records as records
-from tests.run_helpers import (SPECIALS, VOCAB_SIZE, cli_args, run_cli, run_in_process,
+from tests.run_helpers import (REPO, SPECIALS, VOCAB_SIZE, cli_args, run_cli, run_in_process,
                                write_records, write_vocab)
 
 HANG_TIMEOUT = 120  # for inputs that made the run spin forever (a refusal takes ~5 s)
@@ -373,10 +376,62 @@ def test_a_torn_newest_checkpoint_is_passed_over_and_the_run_goes_on(fixture_dat
         index = checkpoints / name
         index.write_bytes(index.read_bytes()[: index.stat().st_size // 2])
     before = _snapshot(checkpoints)
+    config = (model_dir / "config.yaml").read_text()
     error, _ = _run_refused(cli_args(data, vocab, model_dir, 40, "--noexport"))
     assert error.startswith(f"error: no checkpoint in {checkpoints} can be read: ckpt-30: "), error
     assert "; ckpt-20: " in error and "; ckpt-10: " in error and "Nothing was deleted" in error
     assert _snapshot(checkpoints) == before
+    # config.yaml is written once a checkpoint restored: it still describes the 30-step run
+    assert (model_dir / "config.yaml").read_text() == config and "train_steps: 30" in config
+
+
+def test_a_run_directory_in_use_is_refused_naming_its_holder(fixture_data, tmp_path):
+    """A second run on a directory a live process holds: one line naming that process, and
+    nothing written (the holder's lock left as it was)."""
+    data, vocab = fixture_data
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        model_dir = tmp_path / "model"
+        model_dir.mkdir()
+        lock = model_dir / "run.lock"
+        lock.write_text(json.dumps({"host": socket.gethostname(), "pid": holder.pid,
+                                    "started": "2026-12-06T09:00:00"}))
+        before = _snapshot(model_dir)
+        error, _ = _run_refused(cli_args(data, vocab, model_dir, 20, "--noexport"))
+        assert _snapshot(model_dir) == before
+    finally:
+        holder.kill()
+        holder.wait()
+    assert error.startswith(f"error: {model_dir} is in use by process {holder.pid} on "
+                            f"{socket.gethostname()}, since 2026-12-06T09:00:00 (its lock: {lock})"
+                            ), error
+
+
+@pytest.mark.slow
+def test_a_second_run_started_on_a_running_ones_directory_is_refused(fixture_data, tmp_path):
+    """Two processes on one --model_dir half a second apart: the second, with another
+    learning rate, is refused naming the first; the first finishes, and config.yaml is its own."""
+    data, vocab = fixture_data
+    model_dir = tmp_path / "model"
+    first = subprocess.Popen(
+        [sys.executable, "-m", "electra_tf.run_pretraining",
+         *cli_args(data, vocab, model_dir, 60, "--noexport")],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    try:
+        deadline = time.time() + 120
+        while not (model_dir / "run.lock").exists():
+            assert first.poll() is None and time.time() < deadline, "the first run did not start"
+            time.sleep(0.05)
+        error, _ = _run_refused(cli_args(data, vocab, model_dir, 60, "--noexport", "--override",
+                                         "optimizer.learning_rate=1e-3"))
+        _, stderr = first.communicate(timeout=300)
+    finally:
+        first.kill()
+    assert error.startswith(f"error: {model_dir} is in use by process {first.pid} on "), error
+    assert first.returncode == 0, stderr[-3000:]
+    assert "learning_rate: 0.0005" in (model_dir / "config.yaml").read_text()
+    assert not (model_dir / "run.lock").exists()
 
 
 @pytest.mark.slow

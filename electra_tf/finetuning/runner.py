@@ -12,6 +12,7 @@ Layout of `model_dir` (one trial: the trial's files directly in it; the names ar
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -22,7 +23,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from electra_tf import run_directory
+from electra_tf import run_directory, run_lock
 from electra_tf.config import FinetuneConfig, check_accumulation
 from electra_tf.export.staging import write_staged
 from electra_tf.finetuning import kinds
@@ -142,7 +143,6 @@ def run_trial(job: TaskJob, config: FinetuneConfig, trial_dir: str, seed: int, *
     per_epoch, total, warmup = steps_for(job, config)
     optimizer_config = dataclasses.replace(config.optimizer, train_steps=total, warmup_steps=warmup)
     tf.io.gfile.makedirs(trial_dir)
-    write_task_card(trial_dir, job, config)
     history = list(previous.get("history", []))
     headline = job.headline
     results = {"task": job.name, "seed": seed, "steps": total, "steps_per_epoch": per_epoch,
@@ -188,7 +188,8 @@ def run_trial(job: TaskJob, config: FinetuneConfig, trial_dir: str, seed: int, *
                                 f"{run.train_batch_size}"
                                 + (f" in {run.gradient_accumulation_steps} micro-batches"
                                    if run.gradient_accumulation_steps > 1 else "")),
-        initialize=initialize, make_callbacks=dev_evaluation, metric_names=job.metric_names)
+        initialize=initialize, make_callbacks=dev_evaluation, metric_names=job.metric_names,
+        on_restored=lambda start: write_task_card(trial_dir, job, config))
     model, run_checkpoint = result.model, result.checkpoint
     if result.status == "non_finite":
         raise FinetuneError(f"the loss became non-finite at step {result.step} of {trial_dir}; "
@@ -261,12 +262,24 @@ def run_trials(task, config: FinetuneConfig, model_dir: str, *,
     strategy = strategy or tf.distribute.get_strategy()
     check_accumulation(config.finetune.train_batch_size, config.finetune.gradient_accumulation_steps,
                        "finetune", strategy.num_replicas_in_sync, ReplicatedModel.parallel_chains)
+    is_chief = strategy.extended.should_checkpoint  # one writer per directory: the chief
+    with run_lock.hold(model_dir) if is_chief else contextlib.nullcontext():
+        return _run_trials(task, config, model_dir, vocab_file, source=source,
+                           num_trials=num_trials, strategy=strategy, jit_compile=jit_compile,
+                           export=export, with_tokenizer=with_tokenizer, do_predict=do_predict,
+                           preemption=preemption, started=started)
+
+
+def _run_trials(task, config: FinetuneConfig, model_dir: str, vocab_file: str, *, source,
+                num_trials: int, strategy, jit_compile: bool, export: bool, with_tokenizer: bool,
+                do_predict: bool, preemption: callbacks.Preemption, started: float) -> dict:
     tf.io.gfile.makedirs(model_dir)
     job = featurize_task(task, config, vocab_file, model_dir)
     if job.num_train < config.finetune.train_batch_size:
         raise FinetuneError(f"{job.name} has {job.num_train} training examples, "
                             f"fewer than one batch of {config.finetune.train_batch_size}")
-    run_directory.write_config(model_dir, config)
+    if num_trials > 1:  # one trial writes its config.yaml once its checkpoint is restored
+        run_directory.write_config(model_dir, config)
     logging.info("%s", describe_recipe(config))
     warning = short_run_warning(steps_for(job, config)[1], config.optimizer.learning_rate,
                                 job.num_train, config.finetune.train_batch_size)

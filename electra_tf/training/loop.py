@@ -40,7 +40,8 @@ def run_training(*, strategy, seed: int, build_model: Callable[[], keras.Model],
                  initialize: Callable[[keras.Model], None] | None = None,
                  make_callbacks: Callable[[keras.Model, int], list] | None = None,
                  metric_names: tuple[str, ...] | None = None,
-                 steps_per_execution: int = 1) -> LoopResult:
+                 steps_per_execution: int = 1,
+                 on_restored: Callable[[int], None] | None = None) -> LoopResult:
     """Trains `build_model()` to `total_steps`, resuming from `checkpoint_dir`.
 
     Args:
@@ -50,6 +51,9 @@ def run_training(*, strategy, seed: int, build_model: Callable[[], keras.Model],
       make_callbacks: (model, start step) -> the run's own callbacks (evaluations), after the
         checkpoint guard and the progress lines.
       metric_names: the progress lines' metrics (None: the pretraining line).
+      on_restored: start step -> None, once the newest checkpoint is restored (or there is
+        none), before anything else is written: where a run writes its config.yaml, so that a
+        rerun whose checkpoint does not fit leaves the old one describing the files.
     """
     keras.utils.set_random_seed(seed)  # initial weights and dropout
     with strategy.scope():
@@ -58,6 +62,8 @@ def run_training(*, strategy, seed: int, build_model: Callable[[], keras.Model],
                       steps_per_execution=steps_per_execution)
         checkpoint = checkpointing.RunCheckpoint(model, checkpoint_dir, keep_checkpoint_max)
         start = checkpoint.restore_latest()
+    if on_restored is not None:
+        on_restored(start)
     if start:
         logging.info("resuming from %s at step %d", checkpoint.latest, start)
     elif initialize is not None:

@@ -15,6 +15,7 @@ that cannot work raise `electra_tf.UserError` there, before anything is written.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import time
@@ -24,7 +25,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from electra_tf import run_directory
+from electra_tf import run_directory, run_lock
 from electra_tf.config import ElectraConfig, ObjectiveConfig, check_accumulation, load_config
 from electra_tf.pretraining_data import pipeline, run_vocabulary, word_masking
 from electra_tf.pretraining_data import builder as pretraining_data, corpus
@@ -232,6 +233,18 @@ def pretrain(job: PretrainJob | None = None, *,
                                 [stage.micro_batch for stage in job.stages])
     if job.deterministic:
         tf.config.experimental.enable_op_determinism()
+    strategy = devices.strategy
+    if isinstance(strategy, str):
+        strategy = distribution.make_strategy(strategy, devices.tpu)
+    # One writer per run directory: the chief's lock (other workers write under workers/).
+    is_chief = strategy.extended.should_checkpoint
+    with run_lock.hold(job.model_dir) if is_chief else contextlib.nullcontext():
+        return _run_stages(job, strategy, preemption, started)
+
+
+def _run_stages(job: PretrainJob, strategy, preemption, started) -> PretrainResult:
+    """Reads and checks every stage's data, then trains the stages in turn."""
+    devices = job.devices
     planned = job.stages
     vocab_file = job.vocab_file
     if job.demo:
@@ -241,9 +254,6 @@ def pretrain(job: PretrainJob | None = None, *,
     stages = [_read_data(stage, job.recipe.overrides, vocab_file, job.assume_bert_vocabulary)
               for stage in planned]  # every phase is checked before the first one trains
     _check_phase_progress(stages)
-    strategy = devices.strategy
-    if isinstance(strategy, str):
-        strategy = distribution.make_strategy(strategy, devices.tpu)
     for each in stages:
         check_accumulation(each.config.run.train_batch_size,
                            each.config.run.gradient_accumulation_steps, "run",
@@ -322,8 +332,10 @@ def _train(stage: _Stage, job: PretrainJob, strategy, init_checkpoint, export, p
         resolver = strategy.cluster_resolver
         write_dir = os.path.join(model_dir, "workers", f"{resolver.task_type}_{resolver.task_id}")
     tf.io.gfile.makedirs(write_dir)
-    if is_chief:
-        run_directory.write_config(model_dir, config)
+
+    def write_config(start):  # once the checkpoint, if any, restored: config.yaml describes it
+        if is_chief:
+            run_directory.write_config(model_dir, config)
 
     jit_compile = distribution.use_xla(strategy, job.devices.jit_compile)
     is_continuation = _word_continuations(config)
@@ -386,6 +398,7 @@ def _train(stage: _Stage, job: PretrainJob, strategy, init_checkpoint, export, p
             global_batch_size=config.run.train_batch_size,
             tensorboard_dir=run_directory.tensorboard_dir(write_dir), preemption=preemption,
             make_dataset=training_data, describe=describe, initialize=initialize,
+            on_restored=write_config,
             make_callbacks=held_out_evaluation)
     except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
         logging.info("reading the data failed; looking for the shard that fails")
