@@ -59,3 +59,20 @@ def test_the_next_export_removes_what_killed_exports_left(tmp_path):
     write_staged(str(base / "6"), _write_files)
     # the dead process's and this version's leftovers go; a live export and versions stay
     assert sorted(os.listdir(base)) == sorted(["3", "6", f".tmp-9-{alive}"])
+
+
+def test_a_full_disk_is_one_error_and_leaves_no_staging(tmp_path):
+    import tensorflow as tf
+
+    from electra_tf.errors import DiskFullError
+
+    def write(directory):
+        _write_files(directory)
+        raise tf.errors.ResourceExhaustedError(
+            None, None, f"{directory}/variables/variables.data; No space left on device")
+
+    with pytest.raises(DiskFullError, match=r"the disk is full: cannot write the SavedModel "
+                                            r".*export/7 \(on the disk of .*export, [0-9.]+ MiB "
+                                            r"free\); removed the partial export"):
+        write_staged(str(tmp_path / "export" / "7"), write)
+    assert os.listdir(tmp_path / "export") == []

@@ -33,7 +33,7 @@ from electra_tf.pretraining_data import corpus as corpus_lib
 from electra_tf.pretraining_data import pretraining_records as records
 from electra_tf.pretraining_data.example_packing import (MAX_SEQ_LENGTH, MIN_SEQ_LENGTH, ExamplePacker,
                                              PackingStats)
-from electra_tf.errors import UserError
+from electra_tf.errors import UserError, disk_full_error, is_disk_full
 
 # A worker process spends about 3 s of CPU importing TensorFlow and keras-hub before it
 # tokenizes anything, about as long as it takes to build 16 MiB of text; with the default
@@ -365,13 +365,17 @@ def build_pretraining_data(
             results = [writer.write_group(group, progress.add) for group in groups]
         else:
             results = _write_in_processes(settings, groups, workers, progress)
-    except BaseException:
+    except BaseException as e:
         # Nothing of an earlier build is left in output_dir: every shard file is this build's.
         for path in tf.io.gfile.glob(os.path.join(corpus_lib.glob_escape(output_dir),
                                                   records.SHARD_PREFIX + "-*")):
             tf.io.gfile.remove(path)
         if created_output_dir and not tf.io.gfile.listdir(output_dir):
             tf.io.gfile.rmtree(output_dir)
+        if is_disk_full(e):
+            raise disk_full_error(f"the shards in {output_dir}", output_dir,
+                                  "removed the shards this build wrote; free some space and "
+                                  "run it again") from None
         raise
 
     total = PackingStats()

@@ -7,7 +7,9 @@ import os
 import tensorflow as tf
 from absl import logging
 
+from electra_tf import run_directory
 from electra_tf.errors import CheckpointError  # raised here; callers import it from here too
+from electra_tf.errors import disk_full_error, is_disk_full
 
 def weights_by_path(model) -> dict:
     """The checkpoint's `weights` entry: every model weight keyed by its Keras path."""
@@ -83,9 +85,40 @@ class RunCheckpoint:
             + ". Nothing was deleted: restore the files, or start over in another --model_dir")
 
     def save(self, batches_seen: int) -> str:
+        """Writes checkpoint `ckpt-<batches_seen>`; it becomes the newest (in the directory's
+        `checkpoint` state file, replaced whole) only once its files are complete.
+
+        DiskFullError when the disk fills: this save's partial files are removed, and the
+        newest complete checkpoint stays the one a rerun resumes from."""
         self.batches_seen.assign(batches_seen)
+        kept = self.latest
+        try:
+            path = self.manager.save(checkpoint_number=batches_seen)
+        except (tf.errors.OpError, OSError) as e:
+            if not is_disk_full(e):
+                raise
+            prefix = os.path.join(self.manager.directory,
+                                  f"{run_directory.CHECKPOINT_NAME}-{batches_seen}")
+            _remove_unpublished(prefix, self.manager.checkpoints)
+            raise disk_full_error(
+                f"checkpoint {prefix}", self.manager.directory,
+                f"removed its partial files. The last complete checkpoint is "
+                f"{kept or 'none (nothing was saved yet)'}: free some space and run again "
+                "to resume from it") from None
         self.restored = None
-        return self.manager.save(checkpoint_number=batches_seen)
+        return path
+
+
+def _remove_unpublished(prefix: str, published) -> None:
+    """Removes the files of a save of `prefix` that failed (its index, data shards and
+    TensorFlow's `<prefix>_temp` staging directory), unless `prefix` is a published checkpoint."""
+    if prefix in published:
+        return
+    for path in tf.io.gfile.glob(prefix + ".*") + tf.io.gfile.glob(prefix + "_temp*"):
+        if tf.io.gfile.isdir(path):
+            tf.io.gfile.rmtree(path)
+        else:
+            tf.io.gfile.remove(path)
 
 
 def unreadable_because(path: str) -> str | None:
