@@ -180,3 +180,16 @@ def _after_flags(default_verbosity: int) -> None:
         logging.set_verbosity(default_verbosity)
     if logging.get_verbosity() < VERBOSE:
         quiet_libraries()
+
+
+def exit_at_once(code: int = 0) -> None:
+    """Ends the process now, its output flushed, without tearing TensorFlow down.
+
+    For a command that was preempted (SIGTERM) and has saved its checkpoint: an orderly exit
+    first waits for the input pipeline's threads to stop and collects the model's objects,
+    which takes seconds of a preemption notice that may be 30 s in all. Nothing is left to
+    write: the checkpoint, the config and the TensorBoard events are flushed already."""
+    logging.flush()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(code)

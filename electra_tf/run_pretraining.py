@@ -90,6 +90,8 @@ def run() -> int:
         phase_data=parse_phase_flag(FLAGS.phase_data, "--phase_data"),
         phase_eval_data=parse_phase_flag(FLAGS.phase_eval_data, "--phase_eval_data"))
     result = pretrain(job, preemption=preemption)
+    if result.status == "preempted":
+        console.exit_at_once(0)  # saved: the notice's seconds are not spent tearing down
     if result.status == "finished":
         _print_summary(result)
         if FLAGS.data is None and result.model.discriminator is not None:

@@ -35,82 +35,69 @@ def _variables(checkpoint_dir):
 
 @pytest.mark.slow
 def test_run_writes_checkpoints_events_config_and_savedmodel(fixture_data, tmp_path):
+    """A run's files; killed while its final SavedModel is written, it leaves no numbered
+    version (a model server would load a half-written one), and the rerun writes it whole."""
     data, vocab = fixture_data
-    result = run_cli(cli_args(data, vocab, tmp_path / "run", 20, "--cpu_chains", "2"))
-    assert result.returncode == 0, result.stderr[-3000:]
     run = tmp_path / "run"
+    export = run / "export"
+    with open(tmp_path / "stderr.txt", "w") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "electra_tf.run_pretraining",
+             *cli_args(data, vocab, run, 20, "--cpu_chains", "2")],
+            cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr,
+            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+        while process.poll() is None and not any(
+                name.startswith(".tmp-") for name in (os.listdir(export) if export.exists() else [])):
+            time.sleep(0.005)
+        process.kill()
+        assert process.wait() == -signal.SIGKILL, "the run ended before its export was written"
+    killed = (tmp_path / "stderr.txt").read_text()
     assert tf.train.latest_checkpoint(str(run / "checkpoints")).endswith("ckpt-20")
     assert (run / "checkpoints" / "ckpt-10.index").exists()
     assert (run / "config.yaml").read_text().count("max_seq_length: 32") == 1
     assert list((run / "tensorboard").glob("events.out.tfevents.*"))
-    assert (run / "export" / "20" / "saved_model.pb").exists()
-    assert os.listdir(run / "export") == ["20"]  # written aside, then renamed (export.staging)
-    assert "step 20/20" in result.stderr and "disc_auc" in result.stderr
-    assert "SavedModel:" in result.stdout and "finished at step 20" in result.stdout
+    assert not [name for name in os.listdir(export) if name.isdigit()]
+    assert "step 20/20" in killed and "disc_auc" in killed
     # --cpu_chains 2 on any CPU (the default's pick: on the README demo's run)
-    assert "2 chains side by side" in result.stderr
-    # A finished run rerun with the same command does nothing more.
-    again = run_in_process(cli_args(data, vocab, run, 20, "--noexport"))
-    assert again.returncode == 0 and "already at step 20" in again.stderr
+    assert "2 chains side by side" in killed
 
-
-@pytest.mark.slow
-def test_resume_after_sigkill_matches_an_uninterrupted_run(fixture_data, tmp_path):
-    data, vocab = fixture_data
-    steps = 40
-    straight = run_cli(cli_args(data, vocab, tmp_path / "straight", steps, "--deterministic",
-                                "--noexport"))
-    assert straight.returncode == 0, straight.stderr[-3000:]
-
-    killed_dir = tmp_path / "killed"
-    args = cli_args(data, vocab, killed_dir, steps, "--deterministic", "--noexport")
-    process = subprocess.Popen([sys.executable, "-m", "electra_tf.run_pretraining", *args],
-                               cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
-    # The checkpoint state file is written after a checkpoint's index and data files: wait for
-    # it to name one, or the kill may land between the two (as it did on a slower machine).
-    deadline = time.time() + 240
-    while tf.train.latest_checkpoint(str(killed_dir / "checkpoints")) is None:
-        assert process.poll() is None and time.time() < deadline, "no first checkpoint"
-        time.sleep(0.05)
-    process.send_signal(signal.SIGKILL)
-    process.wait(timeout=60)
-    first = tf.train.latest_checkpoint(str(killed_dir / "checkpoints"))
-    assert not first.endswith(f"ckpt-{steps}")  # it really was interrupted
-
-    resumed = run_cli(args)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "resuming from" in resumed.stderr
-    expected, actual = _variables(str(tmp_path / "straight" / "checkpoints")), _variables(
-        str(killed_dir / "checkpoints"))
-    assert set(expected) == set(actual)
-    assert int(actual["batches_seen/.ATTRIBUTES/VARIABLE_VALUE"]) == steps
-    for name in expected:
-        np.testing.assert_allclose(actual[name], expected[name], atol=1e-6, err_msg=name)
+    again = run_in_process(cli_args(data, vocab, run, 20))
+    assert again.returncode == 0 and "already at step 20" in again.stderr, again.stderr[-3000:]
+    assert "SavedModel:" in again.stdout and "finished at step 20" in again.stdout
+    assert (export / "20" / "saved_model.pb").exists()
+    assert os.listdir(export) == ["20"]  # the killed export's staging removed
 
 
 @pytest.mark.slow
 def test_sigterm_saves_and_exits_cleanly(fixture_data, tmp_path):
+    """SIGTERM (a preemption notice, often 30 s): a checkpoint, then the process ends at once,
+    without the seconds an orderly teardown of TensorFlow's input threads takes (5-10 s
+    here before; 0.1 s now, held to the second that was asked for)."""
     data, vocab = fixture_data
     run_dir = tmp_path / "run"
     args = cli_args(data, vocab, run_dir, 100000, "--override", "run.save_checkpoints_steps=100000")
     process = subprocess.Popen([sys.executable, "-m", "electra_tf.run_pretraining", *args],
-                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
-    deadline = time.time() + 240
-    while not list((run_dir / "tensorboard").glob("events.out.tfevents.*")):
-        assert process.poll() is None and time.time() < deadline, "training did not start"
-        time.sleep(0.2)
-    time.sleep(1.0)  # a few steps into training
-    process.send_signal(signal.SIGTERM)
-    stdout, stderr = process.communicate(timeout=120)
-    assert process.returncode == 0, stderr[-3000:]
-    assert "preempted" in stderr
+                               cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    lines, saved_at = [], None
+    for line in process.stderr:  # the progress lines come every 5 steps
+        lines.append(line)
+        if " step 20/" in line:
+            process.send_signal(signal.SIGTERM)
+        if "saved checkpoint" in line:
+            saved_at = time.perf_counter()
+    process.wait(timeout=60)
+    stderr = "".join(lines)
+    assert process.returncode == 0 and saved_at is not None, stderr[-3000:]
+    exited_after = time.perf_counter() - saved_at
+    assert "preempted: saved" in stderr
+    assert exited_after < 1.0, f"exited {exited_after:.1f} s after its checkpoint"
     latest = tf.train.latest_checkpoint(str(run_dir / "checkpoints"))
     step = int(latest.rsplit("-", 1)[1])
-    assert 0 < step < 100000
+    assert 20 <= step < 100000
     assert not (run_dir / "export").exists()
     assert not (run_dir / "curves.png").exists()  # drawn when the run finishes, not before
+    assert not (run_dir / "run.lock").exists()
 
 
 @pytest.mark.slow
