@@ -10,18 +10,27 @@ from electra_tf.convert.keras_hub import to_keras_hub_backbone
 from electra_tf.keras_hub_tasks import ElectraTextClassifier
 from electra_tf.models import ElectraClassifier
 from electra_tf.preprocessing.text_classifier import ElectraTextClassifierPreprocessor
+from tests.convert.test_keras_hub import _randomise
 from tests.models.helpers import tiny_model_config
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "great", "film", "dull", "what",
          "ride", "the", "story", "was"]
+TEXTS = ["the story was great", "dull film", "a great film", "what a ride", "the film was dull"]
 
 
 @pytest.fixture(scope="module")
 def preset(tmp_path_factory):
-    """An ELECTRA preset as `convert_checkpoint --to keras_hub` writes it: backbone + tokenizer."""
+    """An ELECTRA preset as `convert_checkpoint --to keras_hub` writes it: backbone + tokenizer.
+
+    The encoder's weights are random (`_randomise`): kernels variance-preserving, LayerNorm
+    scales near 1, offsets and embeddings at 0.05. With the initial weights (0.02, scales 1)
+    or every kernel at 0.05 attention barely mixes the tokens, five texts' [CLS] vectors gave
+    logits within 0.1-0.5% of their scale of each other, and a tokenization that lost the text
+    would not show; here they differ by 8% or more."""
     directory = str(tmp_path_factory.mktemp("preset"))
     keras.utils.set_random_seed(0)
     source = ElectraClassifier(tiny_model_config(activation="gelu_approximate"), num_labels=2)
+    _randomise(source.encoder.weights, seed=0, scale=None)
     to_keras_hub_backbone(source.encoder).save_to_preset(directory)
     keras_hub.models.ElectraTokenizer(vocabulary=VOCAB, lowercase=True,
                                       strip_accents=True).save_to_preset(directory)
@@ -53,16 +62,23 @@ def test_the_three_lines_of_keras_hub_work_with_electra(preset):
 
 
 def test_the_backbone_is_the_pretrained_encoder_and_the_head_reads_cls(preset):
+    """The same encoder: its [CLS] vector under our head's weights gives our logits. And the
+    logits are the texts': every two of five texts differ by at least 2% of the largest logit
+    (before the bias), so a preprocessor that lost the text (the same ids for every text, which
+    the first comparison cannot see) fails."""
     directory, source = preset
     classifier = ElectraTextClassifier.from_preset(directory, num_classes=2)
-    features = classifier.preprocessor(["the story was great", "dull film"])
+    features = classifier.preprocessor(TEXTS)
     sequence = source.encode(features, training=False)
-    # the same encoder: its [CLS] vector under our head's weights gives our logits
-    classifier.output_dense.set_weights([np.ones((32, 2), np.float32) * 0.1,
-                                         np.array([0.0, 1.0], np.float32)])
-    want = keras.ops.convert_to_numpy(sequence[:, 0]) @ (np.ones((32, 2)) * 0.1) + [0.0, 1.0]
-    np.testing.assert_allclose(classifier.predict(["the story was great", "dull film"],
-                                                  verbose=0), want, atol=1e-4, rtol=0)
+    kernel = np.random.default_rng(0).normal(0.0, 32 ** -0.5, (32, 2)).astype(np.float32)
+    classifier.output_dense.set_weights([kernel, np.array([0.0, 1.0], np.float32)])
+    want = keras.ops.convert_to_numpy(sequence[:, 0]) @ kernel + [0.0, 1.0]
+    logits = classifier.predict(TEXTS, verbose=0)
+    np.testing.assert_allclose(logits, want, atol=1e-4, rtol=0)
+    scale = np.abs(want - [0.0, 1.0]).max()
+    for i in range(len(TEXTS)):
+        for j in range(i):
+            assert np.abs(logits[i] - logits[j]).max() >= 0.02 * scale, (TEXTS[i], TEXTS[j])
 
 
 @pytest.mark.slow

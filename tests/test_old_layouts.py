@@ -115,7 +115,14 @@ def test_the_pretraining_run_gives_its_encoder_and_a_classifier_over_it(tmp_path
 
 
 def test_the_pretraining_run_resumes_with_its_step_and_optimizer(tmp_path):
-    """As `pretrain` resumes it: weights, optimizer slots, dropout seeds and the step."""
+    """As `pretrain` resumes it: weights, optimizer slots, dropout seeds and the step.
+
+    Every weight and every optimizer slot is compared with the tensor the checkpoint file
+    stores for it, read with tf.train.load_checkpoint (not through the restore code): weights
+    under their paths (`weights/<path, "/" as ".S">`), the optimizer's variables under their
+    places in its list (`optimizer/_variables/<i>`, the iteration count first, then Adam's m
+    of every weight, then its v). That the places are those slots is checked on the file too:
+    each stored tensor has its weight's shape, every v is >= 0 and the m's are not."""
     from electra_tf.config import load_config
     from electra_tf.training.checkpointing import RunCheckpoint
     from electra_tf.training.optimizer import create_optimizer
@@ -129,9 +136,32 @@ def test_the_pretraining_run_resumes_with_its_step_and_optimizer(tmp_path):
                          config.run.keep_checkpoint_max).restore_latest()
     assert step == expected["batches_seen"] == PRETRAIN_STEP
     assert int(model.optimizer.iterations.numpy()) == expected["iterations"]
-    optimizer_sum = sum(np.abs(v.numpy()).astype(np.float64).sum()
-                        for v in model.optimizer.variables)
-    np.testing.assert_allclose(optimizer_sum, expected["optimizer_abs_sum"], rtol=1e-5)
+
+    reader = tf.train.load_checkpoint(os.path.join(run, "checkpoints", f"ckpt-{PRETRAIN_STEP}"))
+
+    def stored(key):
+        return reader.get_tensor(f"{key}/.ATTRIBUTES/VARIABLE_VALUE")
+
+    shapes = {}
+    for weight in model.trainable_variables:
+        value = stored("weights/" + weight.path.replace("/", ".S"))
+        np.testing.assert_array_equal(weight.numpy(), value, err_msg=weight.path)
+        shapes[weight.path.replace("/", "_")] = value.shape
+    assert model.optimizer.variables[0] is model.optimizer.iterations
+    assert int(stored("optimizer/_iterations")) == expected["iterations"]
+    slots = model.optimizer.variables[1:]
+    assert len(slots) == 2 * len(shapes)
+    negative = 0
+    for index, slot in enumerate(slots, start=1):
+        value = stored(f"optimizer/_variables/{index}")
+        weight, kind = slot.name.rsplit("_adam_", 1)
+        assert value.shape == shapes[weight], slot.name
+        if kind == "v":
+            assert (value >= 0).all(), slot.name
+        else:
+            negative += (value < 0).any()
+        np.testing.assert_array_equal(slot.numpy(), value, err_msg=slot.name)
+    assert negative > len(shapes) // 2  # m's of both signs: the m slots are where m is stored
     assert_outputs({"discriminator_logits": model.discriminator_logits(*IDS)}, expected,
                    "resumed")
 
@@ -227,16 +257,41 @@ def test_convert_checkpoint_reads_the_old_directories(tmp_path):
 
 # ---- fine-tuning runs ---------------------------------------------------------------------------
 
+def classifier_with_stored_weights(run, checkpoint):
+    """Today's ElectraClassifier for the fine-tuning `run` (its model config, two labels) with
+    every weight set to the tensor `checkpoint` stores under that weight's path, read with
+    tf.train.load_checkpoint: the classifier the old run's weights make, put together without
+    the loaders; every stored weight, the head's included, is used."""
+    config = electra_tf.load_config(os.path.join(run, "config.yaml"),
+                                    base=electra_tf.FinetuneConfig())
+    model = ElectraClassifier(config.model, num_labels=2)
+    reader = tf.train.load_checkpoint(checkpoint)
+    stored = {key for key in reader.get_variable_to_shape_map() if key.startswith("weights/")}
+    used = set()
+    for weight in model.weights:
+        key = "weights/" + weight.path.replace("/", ".S") + "/.ATTRIBUTES/VARIABLE_VALUE"
+        weight.assign(reader.get_tensor(key))
+        used.add(key)
+    assert used == stored and any("task_specific" in key for key in used)
+    return model
+
+
 def test_the_fine_tuning_run_loads_as_its_classifier(tmp_path):
+    """Every way in gives the outputs pinned in expected.json and, to rounding, those of
+    `classifier_with_stored_weights`: a loader that maps a stored weight wrongly or leaves one
+    out (the head) gives other logits than the checkpoint's own tensors do."""
     run = copied("finetune_run", tmp_path)
     expected = EXPECTED["finetune_run"]
     checkpoint = os.path.join(run, "checkpoints", f"ckpt-{FINETUNE_STEP}")
+    reference = classifier_outputs(classifier_with_stored_weights(run, checkpoint))
     for how, model in [("load", load(run)),
                        ("load_task_model", load_task_model(ElectraClassifier, run)),
                        ("from_preset", ElectraClassifier.from_preset(run)),
                        ("load(prefix)", load(checkpoint))]:
         assert model.num_labels == 2 and not model.regression
-        assert_outputs(classifier_outputs(model), expected, how)
+        outputs = classifier_outputs(model)
+        assert_outputs(outputs, reference, f"{how} vs the stored tensors")
+        assert_outputs(outputs, expected, how)
     assert_outputs(encoder_outputs(load_encoder(run)), expected, "load_encoder")
     with pytest.raises(CheckpointError, match="fine-tuning run"):
         load_pretrainer(run)

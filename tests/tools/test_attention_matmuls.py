@@ -13,6 +13,20 @@ from tools.perf.timing import gflop_per_s, median_seconds
 
 
 def test_median_seconds_calls_once_untimed_then_takes_the_median():
+    """With a scripted clock that each call advances by a known duration, the result is the
+    median of the timed calls' durations: not their mean (5 here), and not a median that counts
+    the far longer warm-up call (6.5)."""
+    durations = iter([100.0, 2.0, 9.0, 4.0])
+    now = [0.0]
+
+    def call():
+        now[0] += next(durations)
+
+    assert median_seconds(call, repeats=3, clock=lambda: now[0]) == 4.0
+    assert next(durations, None) is None
+
+
+def test_median_seconds_and_gflop_per_s_run_on_the_real_clock():
     calls = []
     assert median_seconds(lambda: calls.append(1), repeats=3) >= 0
     assert len(calls) == 4

@@ -30,6 +30,20 @@ phases:
 """
 
 
+# One step of each phase: phase 1's at the full learning rate, phase 2's the first of its warmup,
+# at learning rate 0.
+HANDOFF_RECIPE = """
+include: pretrain/demo
+model: {max_position_embeddings: 64}
+run: {train_batch_size: 8, log_every_steps: 1, save_checkpoints_steps: 10, eval_every_steps: 0}
+phases:
+  - run: {max_seq_length: 32}
+    optimizer: {learning_rate: 1e-3, warmup_steps: 0, train_steps: 1}
+  - run: {max_seq_length: 64}
+    optimizer: {learning_rate: 1e-3, warmup_steps: 10, train_steps: 1}
+"""
+
+
 def _write_recipe(path, text):
     path.write_text(text)
     return str(path)
@@ -128,6 +142,33 @@ def test_phased_runs_that_cannot_work_are_refused_before_anything_is_written(
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and message in errors[0], result.stderr[-2000:]
     assert not model_dir.exists()
+
+
+def test_phase_2_starts_from_phase_1s_last_weights(data, tmp_path):
+    """Phase 2's one step runs at learning rate 0 (the first step of its warmup), so its
+    checkpoint holds the weights it started from: every one equal, bit for bit, to phase 1's
+    last checkpoint (read from the files), and the two give the same discriminator logits.
+    Phase 1's step at the full learning rate moved its weights from their initial values, so a
+    phase 2 that started from fresh weights holds other ones."""
+    from electra_tf import load
+
+    recipe = _write_recipe(tmp_path / "recipe.yaml", HANDOFF_RECIPE)
+    run = tmp_path / "run"
+    result = run_in_process(_args(recipe, data, run))
+    assert result.returncode == 0, result.stderr[-3000:]
+    phase_1 = run / "phases" / "1"
+    assert tf.train.latest_checkpoint(str(phase_1 / "checkpoints")).endswith("ckpt-1")
+    assert tf.train.latest_checkpoint(str(run / "checkpoints")).endswith("ckpt-1")
+    first, second = _weights(phase_1 / "checkpoints"), _weights(run / "checkpoints")
+    assert set(first) == set(second)
+    for name in first:
+        if name.startswith("weights/"):
+            np.testing.assert_array_equal(second[name], first[name], err_msg=name)
+    ids = np.array([[2] + list(range(5, 40)) + [3] + [0] * 27], np.int32)
+    inputs = (ids, (ids > 0).astype(np.int32), np.zeros_like(ids))
+    np.testing.assert_allclose(load(str(run)).discriminator_logits(*inputs),
+                               load(str(phase_1)).discriminator_logits(*inputs),
+                               rtol=1e-6, atol=1e-6)
 
 
 def _records_with_metadata(tmp_path):
