@@ -10,10 +10,11 @@
 
 `ElectraPretrainer.from_preset(path)`, `ElectraEncoder.from_preset(path)` and the task models'
 `from_preset(path, ...)` load the same directories keras-hub's way. `.keras` files of these
-models load with `electra_tf.load`, or with `keras.saving.load_model` once `electra_tf.models`
-is imported (which registers the classes).
+models load with `electra_tf.load`, or with plain `keras.models.load_model` after `import
+electra_tf`: Keras' serialization registry learns the package's classes once Keras is
+imported (`electra_tf.keras_objects`), as keras-hub's do.
 
-Importing the package changes nothing outside it: no environment variable, no TensorFlow
+Importing the package changes nothing else outside it: no environment variable, no TensorFlow
 config, no logging. The commands tune TensorFlow for the CPU before it starts; in Python,
 `electra_tf.tune_cpu()` before importing TensorFlow does the same (electra_tf/cpu_tuning.py).
 
@@ -23,6 +24,7 @@ Names are imported on first use, so `import electra_tf` and `python -m electra_t
 
 from __future__ import annotations
 
+from electra_tf import keras_objects as _keras_objects
 from electra_tf import presets as _presets
 from electra_tf.lazy_names import lazy_names as _lazy_names
 
@@ -32,6 +34,8 @@ __version__ = "0.1.0"
 # functions are imported on first use.
 _presets.register_preset_loader("electra_tf.loading:load_for_class")
 _presets.register_finetuning_compiler("electra_tf.finetuning.keras_recipe:compile_for_finetuning")
+# .keras files reload with plain Keras: the classes are registered once Keras is imported.
+_keras_objects.register_when_keras_loads()
 
 # public name -> module that defines it
 _EXPORTS = {

@@ -23,6 +23,7 @@ from __future__ import annotations
 import keras
 import keras_hub
 
+from electra_tf.keras_hub_tasks.task_base import ElectraTaskMixin
 from electra_tf.preprocessing.text_classifier import (FEATURE_NAMES,
                                                       ElectraTextClassifierPreprocessor)
 
@@ -49,7 +50,7 @@ def fit_preprocessor_to_backbone(preprocessor, backbone) -> None:
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ElectraTextClassifier(keras_hub.models.TextClassifier):
+class ElectraTextClassifier(ElectraTaskMixin, keras_hub.models.TextClassifier):
     """An `ElectraBackbone` under the original's [CLS] head: int32 `input_ids`, `input_mask`,
     `segment_ids` [batch, seq] (what the preprocessor makes of raw strings) -> logits
     [batch, num_classes].

@@ -31,6 +31,7 @@ import keras
 import keras_hub
 import tensorflow as tf
 
+from electra_tf.keras_hub_tasks.task_base import ElectraTaskMixin
 from electra_tf.keras_hub_tasks.text_classifier import (BACKBONE_INPUTS,
                                                         fit_preprocessor_to_backbone)
 from electra_tf.preprocessing.tagger import ElectraTaggerPreprocessor, predict_word_tags
@@ -38,7 +39,7 @@ from electra_tf.preprocessing.text_classifier import FEATURE_NAMES
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ElectraTokenClassifier(keras_hub.models.Task):
+class ElectraTokenClassifier(ElectraTaskMixin, keras_hub.models.Task):
     """An `ElectraBackbone` under the original's tagging head: int32 `input_ids`, `input_mask`,
     `segment_ids` [batch, seq] (what the preprocessor makes of sentences as word lists; its
     `word_positions` is accepted and ignored) -> float32 logits [batch, seq, num_tags].
