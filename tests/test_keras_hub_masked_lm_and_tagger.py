@@ -107,6 +107,46 @@ def test_a_masked_lm_preset_loads_through_keras_hubs_base_class(generator, tmp_p
     assert keras_hub.models.ElectraTokenizer.from_preset(str(tmp_path)).get_vocabulary() == VOCAB
 
 
+def test_a_pretraining_run_directory_converts_with_its_vocabulary(generator, tmp_path, caplog):
+    """`to_keras_hub_masked_lm(run_dir)`: the run's pretrainer, and its vocabulary where the
+    demo keeps it (data/vocab.txt, not beside config.yaml)."""
+    from electra_tf.convert_checkpoint import write_electra_tf
+
+    pretrainer, masked_lm = generator
+    run = tmp_path / "run"
+    run.mkdir()
+    (tmp_path / "vocab.txt").write_text("".join(token + "\n" for token in VOCAB))
+    write_electra_tf(pretrainer, str(run), None)
+    (run / "data").mkdir()
+    (tmp_path / "vocab.txt").rename(run / "data" / "vocab.txt")
+    converted = to_keras_hub_masked_lm(str(run))
+    assert converted.preprocessor.tokenizer.get_vocabulary() == VOCAB
+    features = masked_lm.preprocessor.fill_mask_features(TEXTS)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(converted(features)),
+                               keras.ops.convert_to_numpy(masked_lm(features)), atol=1e-6)
+    with caplog.at_level("WARNING"):
+        converted.fill_mask(TEXTS[:1])
+    assert "never trained" not in caplog.text  # the generator's head
+
+
+def test_a_backbone_only_preset_warns_that_its_head_is_random(generator, tmp_path, caplog):
+    """keras-hub's MaskedLM.from_preset on a preset of a backbone and tokenizer (as
+    `convert_checkpoint --to keras_hub` writes the discriminator) builds a random head:
+    fill_mask says its answers are noise and how to write the generator's preset."""
+    _, masked_lm = generator
+    masked_lm.backbone.save_to_preset(str(tmp_path))
+    masked_lm.preprocessor.tokenizer.save_to_preset(str(tmp_path))
+    loaded = keras_hub.models.MaskedLM.from_preset(str(tmp_path))
+    assert isinstance(loaded, ElectraMaskedLM) and not loaded.head_trained
+    with caplog.at_level("WARNING"):
+        loaded.fill_mask(TEXTS[:1])
+    assert "masked-LM head was never trained or loaded" in caplog.text
+    assert "to_keras_hub_masked_lm(run_dir).save_to_preset(dir)" in caplog.text
+    whole = tmp_path / "whole"  # a task preset keeps its trained head
+    masked_lm.save_to_preset(str(whole))
+    assert keras_hub.models.MaskedLM.from_preset(str(whole)).head_trained
+
+
 def test_the_token_classifier_is_our_tagger(tagger):
     ours, classifier = tagger
     assert isinstance(classifier.preprocessor, ElectraTaggerPreprocessor)

@@ -147,3 +147,22 @@ def test_convert_checkpoint_writes_a_fine_tuned_models_whole_preset(tmp_path, ki
                 "ElectraTokenClassifier") in result.stdout
         loaded = ElectraTokenClassifier.from_preset(str(tmp_path / "preset"))
         assert len(loaded.predict_word_tags([["a", "great", "film"]])[0]) == 3
+
+
+@pytest.mark.parametrize("cls, native", [
+    (ElectraTextClassifier, "electra_tf.ElectraClassifier.from_preset(run_dir, num_labels=...)"),
+    ("ElectraTokenClassifier", "electra_tf.ElectraTagger.from_preset(run_dir, num_tags=...)"),
+    ("ElectraMaskedLM", "to_keras_hub_masked_lm(run_dir) converts its generator")])
+def test_a_run_directory_given_to_a_keras_hub_task_names_the_call_that_reads_it(cls, native):
+    import electra_tf.keras_hub_tasks as tasks
+    from tests.run_helpers import REPO
+
+    cls = getattr(tasks, cls) if isinstance(cls, str) else cls
+    run = f"{REPO}/tests/fixtures/old_layout/pretraining_run"
+    with pytest.raises(ValueError, match="is an electra_tf pretraining directory, not a keras-hub "
+                                         "preset") as refused:
+        cls.from_preset(run, num_classes=2) if cls is ElectraTextClassifier else \
+            cls.from_preset(run)
+    assert native in str(refused.value)
+    assert f"convert_checkpoint --from electra_tf --input {run} --to keras_hub" in str(
+        refused.value)

@@ -18,10 +18,12 @@ can represent the encoder exactly: activation "gelu_approximate" (`to_keras_hub_
 
 from __future__ import annotations
 
+from electra_tf import run_directory
 from electra_tf.convert.keras_hub import is_cased, to_keras_hub_backbone
 from electra_tf.keras_hub_tasks.masked_lm import ElectraMaskedLM, ElectraMaskedLMPreprocessor
 from electra_tf.keras_hub_tasks.text_classifier import ElectraTextClassifier
 from electra_tf.keras_hub_tasks.token_classifier import ElectraTokenClassifier
+from electra_tf.models import ElectraPretrainer
 from electra_tf.preprocessing.tagger import ElectraTaggerPreprocessor
 from electra_tf.text.tokenization import load_vocabulary
 
@@ -66,7 +68,19 @@ def to_keras_hub_masked_lm(pretrainer, preprocessor=None) -> ElectraMaskedLM:
     activation is the model config's. `preprocessor`: an `ElectraMaskedLMPreprocessor`, a
     vocab.txt or a list of tokens (lower-cased unless the vocabulary is cased: `is_cased`), or
     None for a model on features only. For the MLM
-    baseline the generator is the one full-size network."""
+    baseline the generator is the one full-size network.
+
+    `pretrainer` may be a pretraining run's (or a converted release's) directory: its
+    pretrainer, and without a `preprocessor` its vocabulary, found where `electra_tf.load`
+    finds them (the demo keeps it under data/)."""
+    if isinstance(pretrainer, str):
+        directory = pretrainer
+        pretrainer = ElectraPretrainer.from_preset(directory)
+        if preprocessor is None:
+            preprocessor = run_directory.vocab_file(directory, run_directory.PRETRAINING)
+            if preprocessor is None:
+                raise ValueError(f"{directory} has no vocabulary beside it: pass the vocab.txt "
+                                 "the data was built with as `preprocessor`")
     if pretrainer.generator is None:
         raise ValueError("the pretrainer has no generator network (uniform_generator): there "
                          "is no masked LM to convert")
@@ -76,7 +90,8 @@ def to_keras_hub_masked_lm(pretrainer, preprocessor=None) -> ElectraMaskedLM:
         preprocessor = ElectraMaskedLMPreprocessor.from_vocabulary(
             vocabulary, lower_case=not is_cased(vocabulary))
     task = ElectraMaskedLM(to_keras_hub_backbone(pretrainer.generator), preprocessor=preprocessor,
-                           intermediate_activation=pretrainer.model_config.activation)
+                           intermediate_activation=pretrainer.model_config.activation,
+                           head_trained=True)
     ours = _own_weights(pretrainer.generator_head)
     for name, variable in _own_weights(task.masked_lm_head).items():
         variable.assign(ours[name])

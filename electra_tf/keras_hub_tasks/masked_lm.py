@@ -28,7 +28,9 @@ from __future__ import annotations
 import keras
 import keras_hub
 import numpy as np
+from absl import logging
 
+from electra_tf.keras_hub_tasks.task_base import ElectraTaskMixin
 from electra_tf.keras_hub_tasks.text_classifier import fit_preprocessor_to_backbone
 from electra_tf.models.heads import make_generator_head
 from electra_tf.preprocessing.text_classifier import electra_tokenizer
@@ -82,7 +84,7 @@ class ElectraMaskedLMPreprocessor(keras_hub.models.MaskedLMPreprocessor):
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ElectraMaskedLM(keras_hub.models.MaskedLM):
+class ElectraMaskedLM(ElectraTaskMixin, keras_hub.models.MaskedLM):
     """An `ElectraBackbone` (a generator) under the original's generator head: int
     `token_ids`, `padding_mask`, `segment_ids` [batch, seq] and `mask_positions` [batch, N] ->
     logits [batch, N, vocab_size].
@@ -93,12 +95,18 @@ class ElectraMaskedLM(keras_hub.models.MaskedLM):
         sequence_length above the backbone's positions is cut to them.
       intermediate_activation: of the head's dense layer: "gelu" (exact erf, the original's)
         or "gelu_approximate" (tanh, as the backbone's).
+      head_trained: whether the masked-LM head holds trained weights (a generator's, from
+        `to_keras_hub_masked_lm`, a task preset's, or after `fit`). keras-hub's
+        `MaskedLM.from_preset` on a preset of a backbone alone (such as the discriminator's that
+        `convert_checkpoint --to keras_hub` writes) builds a random head: `fill_mask` then warns
+        that its answers are noise, and says how to write the generator's preset.
     """
 
     backbone_cls = keras_hub.models.ElectraBackbone
     preprocessor_cls = ElectraMaskedLMPreprocessor
 
-    def __init__(self, backbone, preprocessor=None, intermediate_activation="gelu", **kwargs):
+    def __init__(self, backbone, preprocessor=None, intermediate_activation="gelu",
+                 head_trained=False, **kwargs):
         # === Layers ===
         self.backbone = backbone
         self.preprocessor = preprocessor
@@ -115,6 +123,16 @@ class ElectraMaskedLM(keras_hub.models.MaskedLM):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         # === Config ===
         self.intermediate_activation = intermediate_activation
+        self.head_trained = head_trained
+
+    def load_task_weights(self, filepath):
+        super().load_task_weights(filepath)
+        self.head_trained = True
+
+    def fit(self, *args, **kwargs):
+        history = super().fit(*args, **kwargs)
+        self.head_trained = True
+        return history
 
     def fill_mask(self, texts, top_k=5):
         """Texts with "[MASK]"s -> per text, per [MASK] (left to right; those cut with the text
@@ -123,6 +141,12 @@ class ElectraMaskedLM(keras_hub.models.MaskedLM):
         if self.preprocessor is None:
             raise ValueError("fill_mask needs the preprocessor's tokenizer: build the model with "
                              "preprocessor=ElectraMaskedLMPreprocessor.from_vocabulary(...)")
+        if not self.head_trained:
+            logging.warning(
+                "this ElectraMaskedLM's masked-LM head was never trained or loaded (a preset of "
+                "a backbone alone, such as the discriminator's, has none): fill_mask's answers "
+                "are noise. Write a pretraining run's generator as a MaskedLM preset: "
+                "electra_tf.keras_hub_tasks.to_keras_hub_masked_lm(run_dir).save_to_preset(dir)")
         features = self.preprocessor.fill_mask_features(texts)
         logits = self(features, training=False)
         probabilities = keras.ops.convert_to_numpy(
@@ -135,4 +159,5 @@ class ElectraMaskedLM(keras_hub.models.MaskedLM):
                 for slots, count in zip(probabilities, counts)]
 
     def get_config(self):
-        return {**super().get_config(), "intermediate_activation": self.intermediate_activation}
+        return {**super().get_config(), "intermediate_activation": self.intermediate_activation,
+                "head_trained": self.head_trained}

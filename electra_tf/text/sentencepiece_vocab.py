@@ -20,6 +20,7 @@ the ids the `sentencepiece` library gives.
 from __future__ import annotations
 
 import io
+import os
 from typing import Iterable
 
 import tensorflow as tf
@@ -58,6 +59,9 @@ def learn_sentencepiece(lines: Iterable[str], vocab_size: int, output_file: str,
             control_symbols=list(SPECIAL_TOKENS[2:]), minloglevel=2)
     except RuntimeError as e:  # the trainer's errors, e.g. no text at all
         raise VocabularyError(f"SentencePiece training failed: {e}") from None
+    directory = os.path.dirname(output_file)
+    if directory:  # as learn_vocabulary does for a vocab.txt
+        tf.io.gfile.makedirs(directory)
     with tf.io.gfile.GFile(output_file, "wb") as f:
         f.write(model.getvalue())
     return sentencepiece.SentencePieceProcessor(model_proto=model.getvalue()).get_piece_size()

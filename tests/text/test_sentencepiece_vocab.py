@@ -143,9 +143,10 @@ def test_learning_from_no_text_is_an_error(tmp_path):
 
 
 def test_build_vocab_command_writes_a_sentencepiece_model(tmp_path):
+    """...into a folder it creates, as it does for a vocab.txt."""
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(multilingual_lines(1500, seed=5)), encoding="utf-8")
-    output = tmp_path / "spm.model"
+    output = tmp_path / "new_folder" / "spm.model"
     result = run_in_process(["--corpus", corpus, "--vocab_size", 1300, "--model_type",
                              "sentencepiece", "--sentencepiece_algorithm", "bpe", "--output",
                              output], module="electra_tf.build_vocab")
