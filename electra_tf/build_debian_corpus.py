@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import sys
 
-from absl import app, flags
+from absl import flags
 
 from electra_tf import console
 from electra_tf.corpora import debian
@@ -91,4 +91,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    console.run(main)

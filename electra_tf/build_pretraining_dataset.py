@@ -14,7 +14,7 @@ max_seq_length discarded. Every shard samples the whole corpus (electra_tf/pretr
 
 import sys
 
-from absl import app, flags
+from absl import flags
 
 from electra_tf import console
 from electra_tf.errors import exit_on_user_error
@@ -79,4 +79,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    console.run(main)

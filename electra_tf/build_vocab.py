@@ -31,7 +31,7 @@ import functools
 import os
 import sys
 
-from absl import app, flags, logging
+from absl import flags, logging
 
 from electra_tf import console
 from electra_tf.errors import UserError
@@ -130,4 +130,4 @@ def _learn_sentencepiece(lines, output):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    console.run(main)

@@ -193,3 +193,17 @@ def exit_at_once(code: int = 0) -> None:
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     os._exit(code)
+
+
+HELP_FLAGS = ("--help", "-h", "-?", "--helpshort", "--helpfull", "--helpxml")
+
+
+def run(main) -> None:
+    """absl's `app.run(main)`, except that asking for help exits 0 (absl exits 1 after printing
+    it, which scripts and `make` read as a failure)."""
+    try:
+        app.run(main)
+    except SystemExit as e:
+        if e.code == 1 and any(arg.split("=", 1)[0] in HELP_FLAGS for arg in sys.argv[1:]):
+            sys.exit(0)
+        raise

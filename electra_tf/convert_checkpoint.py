@@ -34,7 +34,7 @@ import os
 import shutil
 import sys
 
-from absl import app, flags, logging
+from absl import flags, logging
 
 from electra_tf import console
 from electra_tf.config import ElectraConfig, RunConfig, load_config
@@ -251,4 +251,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    console.run(main)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import sys
 
-from absl import app, flags
+from absl import flags
 
 from electra_tf import console
 from electra_tf.errors import UserError
@@ -117,4 +117,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    console.run(main)

@@ -40,7 +40,7 @@ import os
 import re
 import sys
 
-from absl import app, flags
+from absl import flags
 
 from electra_tf import console
 from electra_tf.config import FinetuneConfig, load_config
@@ -301,4 +301,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    console.run(main)

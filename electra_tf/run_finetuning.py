@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import sys
 
-from absl import app, flags, logging
+from absl import flags, logging
 
 from electra_tf import console
 from electra_tf.errors import RunError, exit_on_user_error
@@ -150,4 +150,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    console.run(main)

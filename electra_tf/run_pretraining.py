@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 import sys
 
-from absl import app, flags
+from absl import flags
 
 from electra_tf import console
 from electra_tf.errors import exit_on_user_error
@@ -159,4 +159,4 @@ def _tf_message(error) -> str:
 
 
 if __name__ == "__main__":
-    app.run(main)
+    console.run(main)

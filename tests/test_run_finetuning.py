@@ -4,6 +4,7 @@ submission files, resume, and one `error:` line for every kind of bad input."""
 import json
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -73,8 +74,10 @@ def test_glue_rte_with_trials_predictions_and_export(init_dir, tmp_path):
                           "--init_checkpoint", init_dir, "--model_dir", str(model_dir),
                           "--num_trials", "2", "--do_predict", *SMALL_RUN)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "dev dev accuracy:" in result.stdout and "median" in result.stdout
+    assert "\ndev accuracy:" in result.stdout and "median" in result.stdout
     assert "recipe for a " in result.stderr and "layer-wise decay 0.8" in result.stderr
+    assert re.search(r"\] dev at step \d+: accuracy ", result.stderr) and "dev dev" not in (
+        result.stdout + result.stderr)
     # without --cpu_chains: two chains of ops where the CPU has two cores
     assert ("2 chains side by side" in result.stderr) == two_chains_by_default()
     report = json.loads((model_dir / "report.json").read_text())
@@ -105,7 +108,7 @@ def test_glue_rte_with_cpu_chains(init_dir, tmp_path):
                           "--cpu_chains", "2", "--noexport", *SMALL_RUN)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "batch 8, warmup 10%, 2 chains side by side" in result.stderr
-    assert "dev dev accuracy:" in result.stdout
+    assert "\ndev accuracy:" in result.stdout
     trial = json.loads((tmp_path / "rte" / "results.json").read_text())
     assert trial["steps"] == 3
 
@@ -308,7 +311,7 @@ def test_squad_v20_from_official_files_writes_prediction_files_and_scores(init_d
                            "--predict_file", str(data / "dev.json"), "--init_checkpoint", init_dir,
                            "--model_dir", str(model_dir), "--with_tokenizer", *SQUAD_RUN)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "dev dev f1:" in result.stdout
+    assert "\ndev f1:" in result.stdout
     results = json.loads((model_dir / "results.json").read_text())
     assert {"exact", "f1", "best_exact", "best_f1_thresh"} <= set(results["dev"]["dev"]["last"])
     assert results["train_examples"] > 24  # windows: contexts longer than one window
@@ -372,7 +375,7 @@ def test_ner_from_conll_files_with_predictions_and_both_exports(init_dir, tmp_pa
                            "--model_dir", str(model_dir), "--with_tokenizer", "--do_predict",
                            *TAGGING_RUN)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "dev dev f1:" in result.stdout
+    assert "\ndev f1:" in result.stdout
     results = json.loads((model_dir / "results.json").read_text())
     assert {"precision", "recall", "f1", "accuracy"} <= set(results["dev"]["dev"]["last"])
     card = json.loads((model_dir / "task.json").read_text())

@@ -35,7 +35,7 @@ import os
 import tempfile
 import time
 
-from absl import app, flags, logging
+from absl import flags, logging
 
 from electra_tf import console
 from electra_tf.config import ObjectiveConfig
@@ -301,4 +301,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    console.run(main)

@@ -34,7 +34,7 @@ import random
 import tempfile
 import time
 
-from absl import app, flags, logging
+from absl import flags, logging
 
 from electra_tf import console
 from electra_tf.config import QAConfig, load_config
@@ -199,4 +199,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    console.run(main)

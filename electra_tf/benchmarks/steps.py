@@ -57,7 +57,7 @@ import threading
 import time
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 from electra_tf import console
 from electra_tf.benchmarks.machine import cpu_description
@@ -513,4 +513,4 @@ def _infer(config, jit_compile):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    console.run(main)

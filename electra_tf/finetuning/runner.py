@@ -108,7 +108,7 @@ class DevEvaluation(keras.callbacks.Callback):
         results = self.evaluate_all()
         self.history.append({"step": step, **results})
         for split, metrics in results.items():
-            logging.info("dev %s at step %d: %s", split, step,
+            logging.info("%s at step %d: %s", split, step,  # "dev", "dev_matched", ...
                          "  ".join(f"{k} {v:.2f}" for k, v in metrics.items()))
             if split not in self.writers:
                 self.writers[split] = tf.summary.create_file_writer(os.path.join(self.log_dir, split))
@@ -307,7 +307,7 @@ def format_report(report: dict, model_dir: str) -> str:
     """The closing lines of a run: the headline dev metric of every trial and their summary."""
     lines = [f"{report['task']}: {report['trials']} trial(s) in {report['seconds']:.0f} s"]
     for split, values in report["dev"].items():
-        lines.append(f"dev {split} {report['headline']}: " + ", ".join(
+        lines.append(f"{split} {report['headline']}: " + ", ".join(
             f"{v:.2f}" for v in values["values"]) + f"  (median {values['median']:.2f}, mean "
             f"{values['mean']:.2f}, std {values['std']:.2f})")
     lines += [f"run directory:  {model_dir}", f"report:         {os.path.join(model_dir, run_directory.REPORT)}"]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import sys
 
-from absl import app, flags
+from absl import flags
 
 from electra_tf import console
 from electra_tf.errors import exit_on_user_error
@@ -123,4 +123,4 @@ def format_closing(result) -> str:
 
 
 if __name__ == "__main__":
-    app.run(main)
+    console.run(main)

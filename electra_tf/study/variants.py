@@ -24,7 +24,9 @@ import os
 import statistics
 import sys
 
-from absl import app, flags
+from absl import flags
+
+from electra_tf import console
 
 VARIANTS = {
     "electra": [],
@@ -140,4 +142,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    console.run(main)

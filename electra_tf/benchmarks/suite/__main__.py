@@ -3,8 +3,9 @@
 import os
 import sys
 
-from absl import app, flags
+from absl import flags
 
+from electra_tf import console
 from electra_tf.benchmarks.machine import cpu_description
 from electra_tf.benchmarks.suite import ROWS, default_rows, run_suite
 
@@ -48,4 +49,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    console.run(main)
