@@ -109,6 +109,7 @@ class ElectraMaskedLM(ElectraTaskMixin, keras_hub.models.MaskedLM):
                  head_trained=False, **kwargs):
         # === Layers ===
         self.backbone = backbone
+        self.leave_the_pooler_out(backbone)
         self.preprocessor = preprocessor
         fit_preprocessor_to_backbone(preprocessor, backbone)
         self.masked_lm_head = make_generator_head(

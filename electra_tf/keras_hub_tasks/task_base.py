@@ -29,6 +29,15 @@ class ElectraTaskMixin:
     """A mixin for keras-hub tasks: `compile_from_config` compiles them as saved, and
     `from_preset` refuses a run directory naming the call that reads it."""
 
+    @staticmethod
+    def leave_the_pooler_out(backbone) -> None:
+        """Marks the backbone's pooler (`pooled_dense`, which no ELECTRA task reads: the
+        original's heads take the [CLS] vector or every token) not trainable, so that Keras
+        does not warn on every fit that it gets no gradient. Its weights stay in the preset."""
+        pooler = next((layer for layer in backbone.layers if layer.name == "pooled_dense"), None)
+        if pooler is not None:
+            pooler.trainable = False
+
     @classmethod
     def from_preset(cls, preset, **kwargs):
         _refuse_run_directory(cls.__name__, preset)

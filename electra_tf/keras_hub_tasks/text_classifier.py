@@ -72,6 +72,7 @@ class ElectraTextClassifier(ElectraTaskMixin, keras_hub.models.TextClassifier):
                  **kwargs):
         # === Layers ===
         self.backbone = backbone
+        self.leave_the_pooler_out(backbone)
         self.preprocessor = preprocessor
         fit_preprocessor_to_backbone(preprocessor, backbone)
         self.output_dropout = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy,

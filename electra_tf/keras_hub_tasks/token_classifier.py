@@ -61,6 +61,7 @@ class ElectraTokenClassifier(ElectraTaskMixin, keras_hub.models.Task):
     def __init__(self, backbone, num_tags, preprocessor=None, **kwargs):
         # === Layers ===
         self.backbone = backbone
+        self.leave_the_pooler_out(backbone)
         self.preprocessor = preprocessor
         fit_preprocessor_to_backbone(preprocessor, backbone)
         self.output_dense = keras.layers.Dense(num_tags, kernel_initializer="glorot_uniform",
