@@ -35,7 +35,8 @@ def _read(*parts):
 
 
 def test_build_lists_every_entry_point():
-    """BUILD's ENTRY_POINTS (one py_binary each) are exactly the modules that run app.run(main)."""
+    """BUILD's ENTRY_POINTS (one py_binary each) are exactly the modules that run their main
+    under `if __name__ == "__main__":` (absl's app.run through `console.run`)."""
     build = _read("BUILD")
     match = re.search(r"^ENTRY_POINTS = \[(.*?)\]", build, re.S | re.M)
     assert match, "BUILD has no ENTRY_POINTS list"
@@ -44,7 +45,8 @@ def test_build_lists_every_entry_point():
     entry_points = {os.path.relpath(path, package)[:-len(".py")].replace(os.sep, ".")
                     .removesuffix(".__main__")  # packages run as python -m
                     for path in glob.glob(os.path.join(package, "**", "*.py"), recursive=True)
-                    if "app.run(main)" in open(path).read()}
+                    if re.search(r'^if __name__ == "__main__":\n    console\.run\(main\)',
+                                 open(path).read(), re.M)}
     assert listed == entry_points, (f"add to BUILD's ENTRY_POINTS: {sorted(entry_points - listed)}; "
                                     f"remove: {sorted(listed - entry_points)}")
 
