@@ -20,14 +20,21 @@ import keras
 from electra_tf import run_directory
 from electra_tf.errors import CheckpointError
 
-NATIVE_CLASS = {"ElectraTextClassifier": "ElectraClassifier(num_labels=...)",
-                "ElectraTokenClassifier": "ElectraTagger(num_tags=...)",
-                "ElectraMaskedLM": None}
+# What reads a run directory instead of each keras-hub task.
+INSTEAD = {
+    "ElectraTextClassifier": "electra_tf.ElectraClassifier.from_preset(run_dir, num_labels=...) "
+                             "reads it as it is",
+    "ElectraTokenClassifier": "electra_tf.ElectraTagger.from_preset(run_dir, num_tags=...) reads "
+                              "it as it is",
+    "ElectraMaskedLM": "electra_tf.keras_hub_tasks.to_keras_hub_masked_lm(run_dir) converts its "
+                       "generator",
+}
 
 
 class ElectraTaskMixin:
-    """A mixin for keras-hub tasks: `compile_from_config` compiles them as saved, and
-    `from_preset` refuses a run directory naming the call that reads it."""
+    """A mixin for keras-hub tasks: `compile_from_config` compiles them as saved,
+    `from_preset` refuses a run directory naming the call that reads it, and the backbone's
+    pooler stays out of training."""
 
     @staticmethod
     def leave_the_pooler_out(backbone) -> None:
@@ -60,15 +67,9 @@ def _refuse_run_directory(class_name: str, preset) -> None:
         return  # not ours: keras-hub says what is missing
     if kind not in (run_directory.PRETRAINING, run_directory.FINETUNING, run_directory.TRIALS):
         return
-    native = NATIVE_CLASS.get(class_name)
+    instead = INSTEAD[class_name]
     if class_name == "ElectraMaskedLM" and kind != run_directory.PRETRAINING:
         instead = "a fine-tuning run has no masked-LM head"
-    elif class_name == "ElectraMaskedLM":
-        instead = ("electra_tf.keras_hub_tasks.to_keras_hub_masked_lm(run_dir) converts its "
-                   "generator")
-    else:
-        instead = (f"electra_tf.{native.split('(')[0]}.from_preset(run_dir, "
-                   f"{native.split('(')[1]} reads it as it is")
     raise ValueError(
         f"{preset} is an electra_tf {kind} directory, not a keras-hub preset (config.json): "
         f"{instead}; or write a preset first with `python -m electra_tf.convert_checkpoint "
