@@ -50,6 +50,7 @@ _EXPORTS = {
     "ElectraTextClassifier": "electra_tf.keras_hub_tasks.text_classifier",
     "ElectraTaggerPreprocessor": "electra_tf.preprocessing.tagger",
     "ElectraQuestionAnswererPreprocessor": "electra_tf.preprocessing.question_answerer",
+    "ElectraSentencePieceTokenizer": "electra_tf.preprocessing.sentencepiece_tokenizer",
     "ElectraMaskedLM": "electra_tf.keras_hub_tasks.masked_lm",
     "ElectraMaskedLMPreprocessor": "electra_tf.keras_hub_tasks.masked_lm",
     "ElectraTokenClassifier": "electra_tf.keras_hub_tasks.token_classifier",

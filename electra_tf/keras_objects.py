@@ -32,6 +32,7 @@ REGISTERING_MODULES = (
     "electra_tf.models.classifier",
     "electra_tf.models.question_answerer",
     "electra_tf.models.tagger",
+    "electra_tf.preprocessing.sentencepiece_tokenizer",
     "electra_tf.preprocessing.text_classifier",
     "electra_tf.preprocessing.tagger",
     "electra_tf.preprocessing.question_answerer",

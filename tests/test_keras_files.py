@@ -25,9 +25,9 @@ LOAD_AND_PREDICT = """
 import json, sys
 {imports}
 import numpy as np
-texts, questions, contexts = json.loads(sys.argv[2])
+names, texts, questions, contexts = json.loads(sys.argv[2])
 outputs = {{}}
-for name in ("classifier", "tagger", "question_answerer", "text_classifier"):
+for name in names:
     model = keras.models.load_model(f"{{sys.argv[1]}}/{{name}}.keras")
     assert model.optimizer is not None and int(model.optimizer.iterations) == 1, name
     x = {{"question_answerer": (questions, contexts),
@@ -50,7 +50,9 @@ def _predictions(model, name):
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
-    """{name: (class, optimizer class, predictions)} of four models saved under a directory."""
+    """{name: (class, optimizer class, predictions)} of five models saved under a directory:
+    the three task models and keras-hub's task over a WordPiece vocabulary, and a classifier
+    over a SentencePiece model (its model file travels inside the .keras file)."""
     import keras_hub
 
     from electra_tf.convert.keras_hub import to_keras_hub_backbone
@@ -59,9 +61,12 @@ def saved(tmp_path_factory):
     from electra_tf.preprocessing.question_answerer import ElectraQuestionAnswererPreprocessor
     from electra_tf.preprocessing.tagger import ElectraTaggerPreprocessor
     from electra_tf.preprocessing.text_classifier import ElectraTextClassifierPreprocessor
+    from electra_tf.text.sentencepiece_vocab import learn_sentencepiece
     from tests.models.helpers import tiny_model_config
 
     directory = tmp_path_factory.mktemp("keras_files")
+    spm = str(directory / "spm.model")
+    pieces = learn_sentencepiece(TEXTS * 20, 60, spm, character_coverage=1.0)
     config = tiny_model_config(vocab_size=len(VOCAB), activation="gelu_approximate")
     keras.utils.set_random_seed(0)
     models = {
@@ -72,8 +77,13 @@ def saved(tmp_path_factory):
         "question_answerer": ElectraQuestionAnswerer(config, beam_size=2, preprocessor=(
             ElectraQuestionAnswererPreprocessor.from_vocabulary(
                 VOCAB, sequence_length=24, doc_stride=4, max_query_length=8))),
+        "sentencepiece_classifier": ElectraClassifier(
+            tiny_model_config(vocab_size=pieces), num_labels=2,
+            preprocessor=ElectraTextClassifierPreprocessor.from_vocabulary(
+                spm, sequence_length=16)),
     }
     labels = {"classifier": np.array([1, 0, 1, 0]),
+              "sentencepiece_classifier": np.array([1, 0, 1, 0]),
               "tagger": [[i % 3 for i in range(len(text.split()))] for text in TEXTS],
               "question_answerer": {"answer_start": [0, 12], "answer_text": ["ann", "1990"]}}
     for name, model in models.items():
@@ -91,6 +101,7 @@ def saved(tmp_path_factory):
         model.save(str(directory / f"{name}.keras"))
         expected[name] = [type(model).__name__, type(model.optimizer).__name__,
                           _predictions(model, name)]
+    os.remove(spm)  # the reload must not need the model file
     return directory, expected
 
 
@@ -101,7 +112,7 @@ def test_plain_keras_reloads_every_task_model_in_a_fresh_process(saved, imports)
     directory, expected = saved
     result = subprocess.run(
         [sys.executable, "-c", LOAD_AND_PREDICT.format(imports=imports), str(directory),
-         json.dumps([TEXTS, QUESTIONS, CONTEXTS])],
+         json.dumps([sorted(expected), TEXTS, QUESTIONS, CONTEXTS])],
         capture_output=True, text=True, cwd=REPO, timeout=300,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert result.returncode == 0, result.stderr[-3000:]

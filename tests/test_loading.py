@@ -11,6 +11,8 @@ import types
 import keras_hub
 import numpy as np
 import pytest
+import sentencepiece
+import yaml
 
 from electra_tf.config import ElectraConfig, FinetuneConfig, QAConfig
 from electra_tf.convert.keras_hub import to_keras_hub_backbone
@@ -21,9 +23,11 @@ from electra_tf.models import (CorruptedInputMlmPretrainer, ElectraClassifier, E
                                ElectraPretrainer, ElectraQuestionAnswerer, ElectraTagger,
                                build_pretrainer)
 from electra_tf.models.task_model import TaskModel
+from electra_tf.preprocessing.sentencepiece_tokenizer import ElectraSentencePieceTokenizer
 from electra_tf.preprocessing.question_answerer import ElectraQuestionAnswererPreprocessor
 from electra_tf.preprocessing.tagger import ElectraTaggerPreprocessor
 from electra_tf.preprocessing.text_classifier import ElectraTextClassifierPreprocessor
+from electra_tf.text.sentencepiece_vocab import learn_sentencepiece
 from electra_tf.training.checkpointing import CheckpointError, RunCheckpoint
 from electra_tf.training.optimizer import create_optimizer
 from tests.models.helpers import (fast_optimizer_config, masked_batch, objective, random_ids,
@@ -266,14 +270,15 @@ FINE_TUNED = {
 }
 
 
-def fine_tuning_run(directory, kind):
+def fine_tuning_run(directory, kind, vocab_file=""):
     """A trial directory as run_finetuning leaves it (runner.run_trial): config.yaml, task.json,
     checkpoints/ (RunCheckpoint), built as the task's `build_model` builds the model."""
     build, card = FINE_TUNED[kind]
     config = FinetuneConfig(model=tiny_model_config(),
                             qa=QAConfig(head="independent", beam_size=3, answerable_weight=0.3))
     config = dataclasses.replace(config, finetune=dataclasses.replace(
-        config.finetune, max_seq_length=16, head_dropout=0.2, loss_reduction="mean")).validate()
+        config.finetune, max_seq_length=16, head_dropout=0.2, loss_reduction="mean",
+        vocab_file=vocab_file)).validate()
     model = build(config)
     model.compile(optimizer=create_optimizer(config.optimizer, config.model.num_layers))
     randomise(model, seed=11)
@@ -408,6 +413,59 @@ def test_a_question_answerer_and_a_tagger_from_a_run_get_their_own_preprocessors
     tagger = ElectraTagger.from_preset(str(run), num_tags=3)
     assert isinstance(tagger.preprocessor, ElectraTaggerPreprocessor)
     assert len(tagger.predict_word_tags([["the", "dogs"]])[0]) == 2
+
+
+@pytest.fixture(scope="module")
+def sentencepiece_model(tmp_path_factory):
+    """(path, `sentencepiece` processor) of a model of fewer pieces than the tiny vocabulary."""
+    path = str(tmp_path_factory.mktemp("spm") / "spm.model")
+    learn_sentencepiece(["the dogs ran", "a dog sat", "the cat sat on the dog"] * 50,
+                        40, path, character_coverage=1.0)
+    return path, sentencepiece.SentencePieceProcessor(model_file=path)
+
+
+def test_a_sentencepiece_run_gives_task_models_that_take_raw_strings(
+        tmp_path, pretraining_run, sentencepiece_model):
+    path, processor = sentencepiece_model
+    run = tmp_path / "run"
+    shutil.copytree(pretraining_run.path, run)
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["run"]["vocab_file"] = path  # as run_pretraining writes a SentencePiece run's
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    classifier = ElectraClassifier.from_preset(str(run), num_labels=2)
+    assert isinstance(classifier.preprocessor.tokenizer, ElectraSentencePieceTokenizer)
+    features = classifier.preprocessor(x=(["the dogs sat"], ["a cat"]))
+    expected = [2, *processor.encode("the dogs sat"), 3, *processor.encode("a cat"), 3]
+    np.testing.assert_array_equal(features["input_ids"][0, :len(expected)], expected)
+    assert classifier.predict(["the dogs sat"], verbose=0).shape == (1, 2)
+    tagger = ElectraTagger.from_preset(str(run), num_tags=3)
+    assert len(tagger.predict_word_tags([["the", "dogs", "sat"]])[0]) == 3
+    answerer = ElectraQuestionAnswerer.from_preset(str(run), beam_size=3)
+    (answer,) = answerer.predict((["who sat?"], ["the dog sat"]), verbose=0)
+    assert answer in "the dog sat"  # SentencePiece pieces mapped back to the words
+
+
+@pytest.mark.parametrize("kind", ["classification", "tagging"])
+def test_a_fine_tuned_sentencepiece_run_loads_with_its_tokenizer(kind, tmp_path,
+                                                                 sentencepiece_model):
+    path, processor = sentencepiece_model
+    source = fine_tuning_run(tmp_path, kind, vocab_file=path)
+    loaded = load(str(tmp_path))
+    assert isinstance(loaded.preprocessor.tokenizer, ElectraSentencePieceTokenizer)
+    assert_same_weights(weights(loaded), weights(source))
+    if kind == "tagging":
+        features = loaded.preprocessor([["the", "dogs"]])
+        pieces = [processor.encode("the"), processor.encode("dogs")]
+    else:
+        features = loaded.preprocessor(["the dogs"])
+        pieces = [processor.encode("the dogs")]
+    expected = [2, *(i for p in pieces for i in p), 3]
+    np.testing.assert_array_equal(features["input_ids"][0, :len(expected)], expected)
+    raw = loaded.predict(loaded.preprocessor(["the dogs"] if kind != "tagging"
+                                              else [["the", "dogs"]]), verbose=0)
+    direct = source({k: features[k] for k in ("input_ids", "input_mask", "segment_ids")},
+                    training=False)
+    np.testing.assert_allclose(raw, direct, rtol=0, atol=1e-5)
 
 
 def test_a_classifier_from_a_keras_hub_preset_with_a_tokenizer_takes_raw_strings(

@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.evaluation.squad_decoding import RawResult, decode_example
+from electra_tf.preprocessing.sentencepiece_tokenizer import ElectraSentencePieceTokenizer
 from electra_tf.task_data.squad import SquadExample, whitespace_split
 from electra_tf.task_data.squad_features import SquadFeature
 
@@ -32,7 +33,9 @@ def answer_questions(model, questions, contexts, *, n_best_size=20, max_answer_l
         raise ValueError(f"{len(questions)} questions but {len(contexts)} contexts")
     preprocessor = model.preprocessor
     vocabulary = preprocessor.tokenizer.get_vocabulary()
-    lower_case = bool(preprocessor.tokenizer.lowercase)
+    # a SentencePiece tokenizer has no case setting: its pieces are mapped back to the words
+    sentencepiece = isinstance(preprocessor.tokenizer, ElectraSentencePieceTokenizer)
+    lower_case = bool(getattr(preprocessor.tokenizer, "lowercase", False))
     answers = []
     for first in range(0, len(questions), batch_size):
         batch = slice(first, first + batch_size)
@@ -52,7 +55,7 @@ def answer_questions(model, questions, contexts, *, n_best_size=20, max_answer_l
                 [RawResult(k, *(beam[name][row] for name in BEAM_OUTPUTS))
                  for k, row in enumerate(rows)],
                 n_best_size=n_best_size, max_answer_length=max_answer_length,
-                lower_case=lower_case)
+                lower_case=lower_case, sentencepiece=sentencepiece)
             answers.append({"answer": text, "score": nbest[0]["start_log_prob"]
                             + nbest[0]["end_log_prob"], "answerable_logit": null_odds,
                             "nbest": nbest})

@@ -31,14 +31,20 @@ import keras
 import keras_hub
 import tensorflow as tf
 
-from electra_tf.text.tokenization import NORMALIZATIONS, load_vocabulary, make_tokenizer
+from electra_tf.preprocessing.sentencepiece_tokenizer import ElectraSentencePieceTokenizer
+from electra_tf.text.sentencepiece_vocab import make_sentencepiece_tokenizer
+from electra_tf.text.tokenization import (NORMALIZATIONS, is_sentencepiece, load_vocabulary,
+                                          make_tokenizer)
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
 
 
 def electra_tokenizer(vocabulary, lower_case=True, strip_accents=None):
     """keras-hub's `ElectraTokenizer` for a `vocab.txt` (path) or a list of tokens;
-    `strip_accents` defaults to `lower_case`."""
+    `strip_accents` defaults to `lower_case`. A SentencePiece model (a path ending in ".model")
+    gives an `ElectraSentencePieceTokenizer`, which normalizes by the model's own rule."""
+    if isinstance(vocabulary, str) and is_sentencepiece(vocabulary):
+        return ElectraSentencePieceTokenizer.from_model_file(vocabulary)
     if isinstance(vocabulary, str):
         vocabulary = load_vocabulary(vocabulary)
     strip_accents = lower_case if strip_accents is None else strip_accents
@@ -53,7 +59,7 @@ class ElectraTextClassifierPreprocessor(keras_hub.models.TextClassifierPreproces
 
     Args:
       tokenizer: a `keras_hub.models.ElectraTokenizer` (its vocabulary and `lowercase` /
-        `strip_accents`).
+        `strip_accents`) or, for a SentencePiece vocabulary, an `ElectraSentencePieceTokenizer`.
       sequence_length: the padded length (the fine-tuning recipe's `max_seq_length`).
       truncate: keras-hub's packer truncation; "round_robin" is the original's rule.
       normalization: "bert" (the original's ids, the default) or "keras_hub".
@@ -69,25 +75,31 @@ class ElectraTextClassifierPreprocessor(keras_hub.models.TextClassifierPreproces
             raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got "
                              f"{normalization!r}")
         self.normalization = normalization
-        self._wordpiece = None
+        self._graph_tokenizer = None
 
     @classmethod
     def from_vocabulary(cls, vocabulary, lower_case=True, strip_accents=None, **kwargs):
         """A preprocessor for a `vocab.txt` (path) or a list of tokens; `lower_case` and
         `strip_accents` as the run's tokenizer (uncased by default, accents stripped when
-        lower-casing, as BERT's uncased vocabularies)."""
+        lower-casing, as BERT's uncased vocabularies). A SentencePiece model (a `.model` path)
+        is taken too; its own normalization rule replaces these two settings."""
         return cls(electra_tokenizer(vocabulary, lower_case, strip_accents), **kwargs)
 
     def _token_ids(self, texts: tf.Tensor) -> tf.RaggedTensor:
         """strings [batch] -> ragged int32 ids [batch, (tokens)]."""
+        if isinstance(self.tokenizer, ElectraSentencePieceTokenizer):
+            if self._graph_tokenizer is None:  # the ids `run_finetuning` featurizes with
+                with tf.init_scope():
+                    self._graph_tokenizer = make_sentencepiece_tokenizer(self.tokenizer.proto)
+            return self._graph_tokenizer(texts)
         if self.normalization == "keras_hub":
             return tf.cast(self.tokenizer(texts), tf.int32)
-        if self._wordpiece is None:
+        if self._graph_tokenizer is None:
             with tf.init_scope():  # eager tables: each tf.data map's graph captures the same
-                self._wordpiece = make_tokenizer(
+                self._graph_tokenizer = make_tokenizer(
                     self.tokenizer.get_vocabulary(), self.tokenizer.lowercase,
                     self.tokenizer.strip_accents)
-        return self._wordpiece.ragged(texts)
+        return self._graph_tokenizer.ragged(texts)
 
     def call(self, x, y=None, sample_weight=None):
         segments = x if isinstance(x, tuple) else (x,)  # keras-hub's rule: a tuple is a pair

@@ -69,8 +69,10 @@ def load_vocabulary(path: str) -> list[str]:
     token once."""
     if is_sentencepiece(path):
         raise VocabularyError(
-            f"{path} is a SentencePiece model, and this step takes a WordPiece vocab.txt "
-            f"(docs/tokenization.md lists the steps that take a SentencePiece model)")
+            f"{path} is a SentencePiece model, and this step takes a WordPiece vocab.txt: for "
+            f"a tokenizer of either kind use electra_tf.text.vocab_files.make_file_tokenizer"
+            f"(path), for a preprocessor ElectraTextClassifierPreprocessor.from_vocabulary(path) "
+            f"(docs/tokenization.md lists what takes a SentencePiece model)")
     if not tf.io.gfile.exists(path):
         raise VocabularyError(f"vocabulary file not found: {path}")
     with tf.io.gfile.GFile(path) as f:

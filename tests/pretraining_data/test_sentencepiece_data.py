@@ -77,8 +77,11 @@ def test_run_vocabulary_and_word_pieces_come_from_the_model(spm_data):
 
 def test_wordpiece_steps_refuse_a_sentencepiece_model_by_name(spm_data):
     with pytest.raises(VocabularyError, match="is a SentencePiece model, and this step takes a "
-                                              "WordPiece vocab.txt"):
+                                              "WordPiece vocab.txt") as raised:
         load_vocabulary(str(spm_data["model"]))
+    # ... and names what takes either kind
+    assert "make_file_tokenizer(path)" in str(raised.value)
+    assert "ElectraTextClassifierPreprocessor.from_vocabulary(path)" in str(raised.value)
 
 
 @pytest.mark.slow
