@@ -35,7 +35,10 @@ def read_scalars(log_dir: str) -> dict[str, tuple[list[int], list[float]]]:
     written again (a resumed run) keeps its newest value."""
     points: dict[str, dict[int, tuple[float, float]]] = {}  # tag -> step -> (wall time, value)
     for path in tf.io.gfile.glob(os.path.join(log_dir, "events.out.tfevents.*")):
-        for event in tf.compat.v1.train.summary_iterator(path):
+        # tf.data, not tf.compat.v1.train.summary_iterator (deprecated: a warning on each call);
+        # a record cut short by a writer still writing is left out, as TensorBoard does
+        for record in tf.data.TFRecordDataset(path).ignore_errors():
+            event = tf.compat.v1.Event.FromString(record.numpy())
             for value in event.summary.value:
                 by_step = points.setdefault(value.tag, {})
                 point = (event.wall_time, float(tf.make_ndarray(value.tensor)))
