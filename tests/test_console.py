@@ -16,6 +16,20 @@ from tests.run_helpers import (MARKED_REPLACEMENT, REPO, SPECIALS, VOCAB_SIZE, r
 
 # ---- the entry points' output ------------------------------------------------------------------
 
+def test_every_command_sets_its_console_up():
+    """Each module that ends in console.run(main) (a command) calls console.setup(__name__),
+    which keeps TensorFlow's start-up and library notes out of its output."""
+    commands, missing = [], []
+    for directory, _, names in os.walk(os.path.join(REPO, "electra_tf")):
+        for name in names:
+            path = os.path.join(directory, name)
+            source = open(path).read() if name.endswith(".py") else ""
+            if "console.run(main)" in source:
+                commands.append(path)
+                if not re.search(r"^console\.setup\(__name__", source, re.MULTILINE):
+                    missing.append(os.path.relpath(path, REPO))
+    assert len(commands) >= 15 and missing == []
+
 @pytest.mark.slow
 def test_errors_still_show_at_default_verbosity(tmp_path):
     result = run_command("electra_tf.run_pretraining", "--data", tmp_path / "none" / "*.tfrecord",

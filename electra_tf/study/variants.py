@@ -28,6 +28,8 @@ from absl import flags
 
 from electra_tf import console
 
+console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
+
 VARIANTS = {
     "electra": [],
     "whole_word": ["objective.masking=whole_word"],

@@ -6,8 +6,11 @@ import sys
 from absl import flags
 
 from electra_tf import console
-from electra_tf.benchmarks.machine import cpu_description
-from electra_tf.benchmarks.suite import ROWS, default_rows, run_suite
+
+console.setup(__name__)  # first: TensorFlow reads its C++ log level when it loads
+
+from electra_tf.benchmarks.machine import cpu_description  # noqa: E402
+from electra_tf.benchmarks.suite import ROWS, default_rows, run_suite  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("reference_dir", None, "Folder with torch_reference_step.py and "
