@@ -20,10 +20,7 @@ A TF_CPP_MIN_LOG_LEVEL in the environment still decides TensorFlow's C++ lines.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import importlib.abc
-import importlib.util
 import logging as python_logging
 import os
 import re
@@ -32,13 +29,9 @@ import warnings
 
 from absl import app, flags, logging
 
-from electra_tf import cpu_tuning
+from electra_tf import cpu_tuning, native_logs
 
 VERBOSE = 1  # --verbosity from which the libraries' own lines are shown
-TF_LOG_LEVEL_VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
-# 3 (fatal only), not 2: without a GPU TensorFlow logs its CUDA probing failure and oneDNN's
-# int64 fallback at ERROR level. Real failures still reach the user as Python exceptions.
-QUIET_NATIVE_LOG_LEVEL = "3"
 # Their Python log records below ERROR and their warnings are dropped below VERBOSE. (Not
 # tensorflow_datasets: its download and preparation lines are progress the user waits for.)
 LIBRARIES = ("tensorflow", "keras", "keras_hub", "tensorflow_text", "tf_keras", "h5py")
@@ -70,13 +63,11 @@ def setup(module_name: str, default_verbosity: int = logging.INFO) -> None:
         return
     # Not printing, but due at the same moment: before TensorFlow starts (the commands own the
     # process; a library user calls electra_tf.tune_cpu() themselves).
-    cpu_tuning.tune_cpu()
+    cpu_tuning.tune_cpu(quiet=False)  # the C++ log level follows --verbosity, below
     verbosity = requested_verbosity(sys.argv[1:])  # spawned workers get the parent's argv
     if verbosity is None:
         verbosity = default_verbosity
     set_native_log_level(verbosity)
-    if _native_log_level() > 0 and "tensorflow" not in sys.modules:
-        sys.meta_path.insert(0, _QuietTensorFlowImport())
     if module_name == "__main__":
         flags.FLAGS["verbosity"].help = VERBOSITY_HELP
         flags.FLAGS.set_default("verbosity", default_verbosity)  # what --help shows
@@ -104,60 +95,15 @@ def requested_verbosity(argv: list[str]) -> int | None:
 
 
 def set_native_log_level(verbosity: int) -> None:
-    """TF_CPP_MIN_LOG_LEVEL for this process and its children, unless the user set it.
+    """TF_CPP_MIN_LOG_LEVEL for this process and its children, unless the user set it, and
+    TensorFlow's import silenced unless every line is asked for.
 
     Spelled out for -v 1 too (as 0, TensorFlow's default): worker processes inherit it and so
     keep the level of the command. No effect on a TensorFlow already loaded.
     """
-    os.environ.setdefault(TF_LOG_LEVEL_VARIABLE,
-                          "0" if verbosity >= VERBOSE else QUIET_NATIVE_LOG_LEVEL)
-
-
-def _native_log_level() -> int:
-    try:
-        return int(os.environ.get(TF_LOG_LEVEL_VARIABLE, "0"))
-    except ValueError:
-        return 0
-
-
-@contextlib.contextmanager
-def native_stderr_silenced():
-    """Sends what C++ code writes to file descriptor 2 to /dev/null inside the block."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
-
-
-class _QuietTensorFlowImport(importlib.abc.MetaPathFinder):
-    """Runs the first `import tensorflow`, wherever it happens, with fd 2 silenced.
-
-    Since TensorFlow 2.19 the lines its libraries log while they load (absl's "All log
-    messages before absl::InitializeLog()", oneDNN, cudart_stub, cpu_feature_guard) ignore
-    TF_CPP_MIN_LOG_LEVEL (tensorflow/tensorflow#100442), so `setup` installs this whenever the
-    level asks for fewer than all lines. An import that fails still raises.
-    """
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "tensorflow":
-            return None
-        sys.meta_path.remove(self)  # once; and find_spec below asks the other finders
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.loader is not None:
-            exec_module = spec.loader.exec_module
-
-            def exec_module_quietly(module):
-                with native_stderr_silenced():
-                    exec_module(module)
-
-            spec.loader.exec_module = exec_module_quietly
-        return spec
+    if verbosity >= VERBOSE:
+        os.environ.setdefault(native_logs.VARIABLE, "0")
+    native_logs.quiet_native_logs()
 
 
 class _DropLibraryNotes(python_logging.Filter):

@@ -3,6 +3,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -60,9 +61,41 @@ def test_tune_cpu_sets_what_the_commands_run_with_and_the_users_values_win():
     mine = {"TF_ENABLE_ONEDNN_OPTS": "0", "XLA_FLAGS": f"{xla_cpu.OPTION}=256"}
     environ = dict(mine)
     assert electra_tf.tune_cpu(environ, modules={}) == {
-        "XLA_FLAGS": f"{xla_cpu.OPTION}=256 {xla_cpu.WITHOUT_YNNPACK}"}
+        "XLA_FLAGS": f"{xla_cpu.OPTION}=256 {xla_cpu.WITHOUT_YNNPACK}",
+        "TF_CPP_MIN_LOG_LEVEL": "3"}
+    assert electra_tf.tune_cpu({"TF_CPP_MIN_LOG_LEVEL": "0"}, modules={})[
+        "TF_ENABLE_ONEDNN_OPTS"] == "1"  # the user's log level stays, the rest is set
+    assert "TF_CPP_MIN_LOG_LEVEL" not in electra_tf.tune_cpu({}, modules={}, quiet=False)
     with pytest.warns(RuntimeWarning, match="after TensorFlow was imported"):
         electra_tf.tune_cpu({}, modules={"tensorflow": tf})
+
+
+QUIET_PYTHON_USER = """
+import electra_tf
+electra_tf.tune_cpu()
+import tensorflow as tf
+from electra_tf.models import ElectraPretrainer
+from tests.models.helpers import objective, tiny_model_config
+ElectraPretrainer(tiny_model_config(), objective())  # oneDNN's int64 note, XLA's start-up
+print(tf.reduce_sum(tf.range(3)).numpy())
+"""
+
+
+def test_tune_cpu_keeps_tensorflows_cpp_lines_out_unless_asked_for_them():
+    from tests.run_helpers import REPO
+
+    outputs = {}
+    for level in (None, "0"):
+        env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+        if level is not None:
+            env["TF_CPP_MIN_LOG_LEVEL"] = level
+        result = subprocess.run([sys.executable, "-c", QUIET_PYTHON_USER], capture_output=True,
+                                text=True, cwd=REPO, env=env, timeout=300)
+        assert result.returncode == 0 and result.stdout.strip() == "3", result.stderr[-2000:]
+        outputs[level] = result.stderr
+    assert outputs[None] == ""
+    # the lines were there to keep out (which ones depends on the CPU): C++ log lines
+    assert re.search(r"^[IWE]0000 ", outputs["0"], re.MULTILINE), outputs["0"]
 
 
 def test_every_error_a_user_can_cause_is_a_user_error():
