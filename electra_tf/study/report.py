@@ -15,6 +15,7 @@ import os
 from absl import logging
 
 from electra_tf.study import plan, results as results_lib
+from electra_tf.training.plot_style import log_axis_labelled
 
 SUMMARY_FILE = "summary.json"
 TABLE_FILE = "table.md"
@@ -126,19 +127,29 @@ def plot(summary: dict, path: str) -> str | None:
     """accuracy_vs_flops.png; None (with a warning) without matplotlib or without results."""
     try:
         # Imported here, not at the top: the study runs and writes its table without matplotlib,
-        # and importing the package stays free of it. A Figure of its own draws with the Agg
-        # backend and leaves pyplot's backend, and a notebook's figures, as they are.
-        from matplotlib.figure import Figure
+        # and importing the package stays free of it.
+        import matplotlib  # noqa: F401
     except ImportError as e:
         logging.warning("matplotlib cannot be imported (%s): not drawing %s", e, path)
         return None
-    counts = summary["label_counts"]
-    if not counts:
+    if not summary["label_counts"]:
         logging.warning("no finished trials yet: not drawing %s", path)
         return None
+    accuracy_figure(summary).savefig(path, dpi=110)
+    return path
+
+
+def accuracy_figure(summary: dict):
+    """The matplotlib Figure of accuracy against FLOPs: a panel per label count, the legend
+    below them. A Figure of its own draws with the Agg backend and leaves pyplot's backend,
+    and a notebook's figures, as they are."""
+    from matplotlib.figure import Figure
+
+    counts = summary["label_counts"]
     columns = min(len(counts), 4)
     rows = math.ceil(len(counts) / columns)
-    figure = Figure(figsize=(4.2 * columns, 3.6 * rows), layout="constrained")
+    # wide enough for the title and a legend of two rows at most, even with one panel
+    figure = Figure(figsize=(max(4.2 * columns, 8.4), 3.6 * rows + 0.6), layout="constrained")
     axes = figure.subplots(rows, columns, squeeze=False).ravel()
     for ax, n in zip(axes, counts):
         _draw_panel(ax, summary, n)
@@ -146,11 +157,11 @@ def plot(summary: dict, path: str) -> str | None:
         ax.set_visible(False)
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:
-        figure.legend(handles, labels, loc="outside lower center", ncol=len(handles))
+        figure.legend(handles, labels, loc="outside lower center",
+                      ncol=min(len(handles), 3 if columns == 1 else len(handles)))
     figure.suptitle("Downstream test accuracy against pretraining FLOPs "
                     "(median over seeds, min-max)")
-    figure.savefig(path, dpi=110)
-    return path
+    return figure
 
 
 def _draw_panel(ax, summary: dict, n: str) -> None:
@@ -177,10 +188,7 @@ def _draw_panel(ax, summary: dict, n: str) -> None:
                     label=label, yerr=[[m - t["min"] for m, (_, t) in zip(medians, points)],
                                        [t["max"] - m for m, (_, t) in zip(medians, points)]])
     if any(lines.values()):
-        from matplotlib.ticker import NullFormatter
-
-        ax.set_xscale("log")
-        ax.xaxis.set_minor_formatter(NullFormatter())  # 2x10^13, 3x10^13, ... overlap
+        log_axis_labelled(ax)
     ax.axhline(summary["majority"][n]["test"]["median"], color="gray", linestyle="--",
                label="majority class")
     ax.set_title(_column_title(n, summary["sizes"][n]) + " training examples")

@@ -54,6 +54,19 @@ def test_report_tables_and_plots_the_results(tmp_path):
     assert png and (tmp_path / "auc_vs_sequences.png").stat().st_size > 10000
 
 
+def test_the_plot_gives_each_of_nine_runs_its_own_colour_and_keeps_the_legend_off_the_curves():
+    from tests.plot_checks import assert_well_drawn
+
+    records = [dict(name=f"B{v.batch} {v.optimizer} {v.rule}", key=v.key, batch=v.batch,
+                    accumulation=v.accumulation, optimizer=v.optimizer,
+                    learning_rate=v.learning_rate, rule=v.rule, updates=6,
+                    auc=[[64 * i, 0.5 + 0.01 * i * k] for i in range(1, 7)],
+                    mlm_accuracy=[[64 * i, 0.05 * k] for i in range(1, 7)])
+               for k, v in enumerate(batch_sizes.plan_variants(32, 5e-4, [128, 512]))]
+    assert len(records) == 9
+    assert_well_drawn(batch_sizes.auc_figure(records))
+
+
 def test_sequences_that_do_not_split_into_six_evaluations_are_refused(tmp_path):
     result = run_in_process(["--output_dir", tmp_path / "out", "--config", "pretrain/demo",
                              "--sequences", "1000", "--batches", "64"],

@@ -184,6 +184,24 @@ def test_write_report_from_a_hand_written_results_file(tmp_path):
     assert paths["plot"] and open(paths["plot"], "rb").read(8) == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.parametrize("counts", [(100,), (100, 300, "all")])
+def test_the_accuracy_plot_keeps_its_text_inside_and_labels_a_log_axis_within_a_decade(counts):
+    from tests.plot_checks import assert_well_drawn, drawn_tick_labels
+
+    records = [_record(encoder, objective, step, flops, n, 1e-3, seed, 50, 50 + seed + step / 1e3)
+               for encoder, objective, step, flops in (("random", "none", 0, 0.0),
+                                                       ("electra@1000", "electra", 1000, 1.5e13),
+                                                       ("electra@4000", "electra", 4000, 6e13),
+                                                       ("mlm@1000", "mlm", 1000, 1.5e13),
+                                                       ("mlm@4000", "mlm", 4000, 6e13))
+               for n in counts for seed in (0, 1, 2)]
+    figure = report.accuracy_figure(results.summarize(records))
+    assert_well_drawn(figure)
+    for ax in (ax for ax in figure.axes if ax.get_visible()):
+        flops_labels = [t.get_text() for t in drawn_tick_labels(ax, "x") if t.get_text()]
+        assert len(flops_labels) >= 2, flops_labels  # 1.5e13 .. 6e13: 2e13 and 5e13 at least
+
+
 def test_a_partial_results_file_gives_a_partial_report(tmp_path):
     results.append_result(str(tmp_path), _record("random", "none", 0, 0.0, 100, 1e-3, 0, 40, 41))
     report.write_report(str(tmp_path))

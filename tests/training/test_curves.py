@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from electra_tf.training import curves
 from electra_tf.training.callbacks import read_scalars
+from tests.plot_checks import assert_well_drawn
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -72,6 +73,20 @@ def test_plot_writes_a_png_next_to_the_events(tmp_path):
     width, height = _png_size(path)
     assert 800 <= width <= 2500 and 300 <= height <= 1500, (width, height)
     assert 10_000 < os.path.getsize(path) < 1_000_000
+
+
+def test_the_figure_is_well_drawn_and_a_one_step_run_has_whole_step_ticks(tmp_path):
+    model_dir = _run_dir(tmp_path)
+    log_dir = model_dir / "tensorboard"
+    assert_well_drawn(curves.curves_figure(read_scalars(str(log_dir)),
+                                           read_scalars(str(log_dir / "heldout")), "run"))
+    # a run shorter than the logging interval: one point per tag
+    one = {tag: ([10], [value]) for tag, value in (("loss", 3.0), ("disc_auc", 0.6))}
+    figure = curves.curves_figure(one, {}, "short")
+    assert_well_drawn(figure)
+    for axis in (ax for ax in figure.axes if ax.get_visible()):
+        ticks = [t for t in axis.get_xticks() if axis.get_xlim()[0] <= t <= axis.get_xlim()[1]]
+        assert ticks and all(float(t).is_integer() for t in ticks), ticks
 
 
 def test_plot_to_another_path_and_from_the_command_line(tmp_path, capsys):

@@ -29,6 +29,7 @@ import math
 import os
 
 from electra_tf.errors import UserError
+from electra_tf.training.plot_style import series_colours
 
 EVALUATIONS = 6  # held-out evaluations along each run
 RESULTS = "results.jsonl"
@@ -172,14 +173,22 @@ def format_table(records: list[dict]) -> str:
 
 def plot(records: list[dict], path: str) -> str | None:
     try:
-        from matplotlib.figure import Figure
+        import matplotlib  # noqa: F401
     except ImportError:
         return None
-    figure = Figure(figsize=(11, 4.5))
+    auc_figure(records).savefig(path, dpi=110)
+    return path
+
+
+def auc_figure(records: list[dict]):
+    """The matplotlib Figure of held-out AUC and MLM accuracy against sequences seen: a colour
+    per run, the line style its learning-rate rule, the marker its optimizer; the legend beside
+    the panels, not over the curves."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(13, 4.5), layout="constrained")
     axes = figure.subplots(1, 2)
-    colours = {}
-    for r in records:
-        colour = colours.setdefault(r["batch"], f"C{len(colours)}")
+    for r, colour in zip(records, series_colours(len(records))):
         style = {"recipe": "-", "linear": "--", "sqrt": ":"}[r["rule"]]
         marker = "o" if r["optimizer"] == "adamw" else "s"
         for ax, name in zip(axes, ("auc", "mlm_accuracy")):
@@ -189,10 +198,9 @@ def plot(records: list[dict], path: str) -> str | None:
         ax.set_xlabel("sequences seen")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    return path
+    handles, labels = axes[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside right upper", fontsize=8)
+    return figure
 
 
 def write_report(output_dir: str) -> tuple[str, str | None]:
