@@ -104,6 +104,15 @@ OBJECTIVE_VARIANTS = ("electra", "electra_15", "replace_mlm", "all_tokens_mlm")
 MASKINGS = ("token", "whole_word", "span")  # what is chosen to mask: pieces, words, spans
 
 
+def with_fine_tuning_dropout(model_config: ModelConfig) -> ModelConfig:
+    """A pretrained model's config as fine-tuning starts from it: its sizes, and dropout at the
+    model's defaults (0.1, the original's): a pretraining recipe that turned dropout off (a
+    lever for small budgets) does not carry that into fine-tuning."""
+    defaults = ModelConfig()
+    return dataclasses.replace(model_config, hidden_dropout=defaults.hidden_dropout,
+                               attention_dropout=defaults.attention_dropout)
+
+
 @dataclasses.dataclass
 class ObjectiveConfig:
     """The pretraining objective: masking, sampling and loss weights (original defaults).
@@ -169,6 +178,10 @@ class ObjectiveConfig:
 
 
 OPTIMIZER_NAMES = ("adamw", "lamb")
+# "original": linear warmup times linear decay from step 0 (`WarmupLinearDecay`, the original's);
+# "one_cycle": a triangle, up to learning_rate at warmup_steps and down to 0 at train_steps
+# (`OneCycle`, the schedule Cramming found best at small budgets)
+SCHEDULES = ("original", "one_cycle")
 
 
 @dataclasses.dataclass
@@ -186,6 +199,7 @@ class OptimizerConfig:
     beta_2: float = 0.999
     epsilon: float = 1e-6
     clip_norm: float = 1.0  # global-norm clipping; 0 turns it off
+    schedule: str = "original"  # one of SCHEDULES
     bias_correction: bool | None = None  # None: the optimizer's default (AdamW off, LAMB on)
     layerwise_lr_decay: float = 0.0  # fine-tuning: 0.8 (0.9 for large); 0 turns it off
     layerwise_lr_decay_fix_off_by_one: bool = False  # True: top layer at decay^1 (issue #51)
@@ -201,6 +215,14 @@ class OptimizerConfig:
             raise ConfigError(f"optimizer.train_steps must be positive, got {self.train_steps}")
         if self.warmup_steps < 0:
             raise ConfigError(f"optimizer.warmup_steps must be >= 0, got {self.warmup_steps}")
+        if self.schedule not in SCHEDULES:
+            raise ConfigError(f"optimizer.schedule must be one of {', '.join(SCHEDULES)}, got "
+                              f"{self.schedule!r}")
+        if self.schedule == "one_cycle" and not 0 < self.warmup_steps < self.train_steps:
+            raise ConfigError(
+                f"optimizer.schedule one_cycle peaks at optimizer.warmup_steps, which must be "
+                f"between 0 and optimizer.train_steps ({self.train_steps}), got "
+                f"{self.warmup_steps}")
         for name in ("learning_rate", "epsilon"):
             require_range(self, "optimizer", name, 0.0, above_low=True)
         for name in ("weight_decay", "lr_decay_power", "clip_norm"):  # clip_norm 0: no clipping

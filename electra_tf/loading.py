@@ -35,7 +35,8 @@ import keras
 import keras_hub
 
 from electra_tf import run_directory
-from electra_tf.config import ConfigError, FinetuneConfig, ObjectiveConfig, load_config
+from electra_tf.config import (ConfigError, FinetuneConfig, ObjectiveConfig, load_config,
+                               with_fine_tuning_dropout)
 from electra_tf.convert.keras_hub import assign_from_keras_hub, model_config_from_keras_hub
 from electra_tf.finetuning import kinds
 from electra_tf.finetuning.source import resolve_source, restore_encoder
@@ -211,7 +212,7 @@ def load_task_model(model_class: type, path: str, **kwargs) -> TaskModel:
     if source.vocab_file:
         kwargs = _with_preprocessor(model_class, kwargs, source.model_config,
                                     vocab_file=source.vocab_file)
-    model = model_class(source.model_config, **kwargs)
+    model = model_class(with_fine_tuning_dropout(source.model_config), **kwargs)
     restore_encoder(model.encoder, source)
     return model
 

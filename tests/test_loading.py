@@ -424,6 +424,19 @@ def sentencepiece_model(tmp_path_factory):
     return path, sentencepiece.SentencePieceProcessor(model_file=path)
 
 
+def test_a_task_model_from_a_run_pretrained_without_dropout_fine_tunes_with_it(
+        tmp_path, pretraining_run):
+    run = tmp_path / "run"
+    shutil.copytree(pretraining_run.path, run)
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["model"].update(hidden_dropout=0.0, attention_dropout=0.0)
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    assert load_pretrainer(str(run)).model_config.hidden_dropout == 0.0  # as it pretrained
+    classifier = ElectraClassifier.from_preset(str(run), num_labels=2)
+    assert (classifier.model_config.hidden_dropout,
+            classifier.model_config.attention_dropout) == (0.1, 0.1)
+
+
 def test_a_sentencepiece_run_gives_task_models_that_take_raw_strings(
         tmp_path, pretraining_run, sentencepiece_model):
     path, processor = sentencepiece_model

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 import keras
 
 from electra_tf.config import (FinetuneConfig, Recipe, apply_dict, layerwise_decay_for_width,
-                               learning_rate_for_width, read_recipe)
+                               learning_rate_for_width, read_recipe, with_fine_tuning_dropout)
 from electra_tf.finetuning import kinds, runner, tasks
 from electra_tf.finetuning.common import TaskOptions
 from electra_tf.finetuning.job import (DEFAULT_CONFIG, FinetuneJob, resolve_finetune_job,
@@ -52,8 +52,9 @@ def resolve_finetune_config(source=None, config: str | Recipe = DEFAULT_CONFIG, 
     base = FinetuneConfig()
     model_config = source.model_config if source is not None else model_config
     if model_config is not None:
-        base = apply_dict(base, {"model": dataclasses.asdict(model_config)},
-                          "the init checkpoint" if source is not None else "the model")
+        # the checkpoint's sizes, dropout on (the fine-tuning recipe may set it otherwise)
+        base = apply_dict(base, {"model": dataclasses.asdict(with_fine_tuning_dropout(
+            model_config))}, "the init checkpoint" if source is not None else "the model")
     task_defaults = kinds.task_overrides(task)
     hidden_size = recipe.build(base, task_defaults, validate=False).model.hidden_size
     by_width = {"learning_rate": learning_rate_for_width(hidden_size),

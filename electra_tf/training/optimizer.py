@@ -6,7 +6,8 @@ epsilon outside the square root, decoupled weight decay scaled by the learning r
 LayerNorm and bias variables, global-norm clipping of the (cross-replica summed) gradients, a
 learning rate that is polynomial decay multiplied by a linear warmup factor, and for fine-tuning
 layer-wise learning-rate decay (`_get_layer_lrs`), which scales each variable's whole update,
-weight-decay term included.
+weight-decay term included. `optimizer.schedule: one_cycle` replaces the original's schedule by
+a triangle that peaks at the full rate (`OneCycle`), a lever for small budgets.
 """
 
 from __future__ import annotations
@@ -86,6 +87,33 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     def get_config(self):
         return {"initial_learning_rate": self.initial_learning_rate, "decay_steps": self.decay_steps,
                 "warmup_steps": self.warmup_steps, "power": self.power, "name": self.name}
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class OneCycle(keras.optimizers.schedules.LearningRateSchedule):
+    """lr(t) = lr0 * min(t / W, (T - t) / (T - W)), at least 0: up in a line to lr0 at step W,
+    down in a line to 0 at step T (`optimizer.schedule: one_cycle`). Unlike the original's
+    schedule, the rate reaches lr0 itself, whatever W. 0 < W < T."""
+
+    def __init__(self, peak_learning_rate, total_steps, peak_step, name=None):
+        super().__init__()
+        if not 0 < int(peak_step) < int(total_steps):
+            raise ValueError(f"peak_step must be between 0 and total_steps {total_steps}, got "
+                             f"{peak_step}")
+        self.peak_learning_rate = float(peak_learning_rate)
+        self.total_steps = int(total_steps)
+        self.peak_step = int(peak_step)
+        self.name = name
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        rising = step / float(self.peak_step)
+        falling = (self.total_steps - step) / float(self.total_steps - self.peak_step)
+        return self.peak_learning_rate * ops.maximum(0.0, ops.minimum(rising, falling))
+
+    def get_config(self):
+        return {"peak_learning_rate": self.peak_learning_rate, "total_steps": self.total_steps,
+                "peak_step": self.peak_step, "name": self.name}
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -360,8 +388,13 @@ def create_optimizer(config: OptimizerConfig, num_layers: int | None = None) -> 
     `config.bias_correction` None means the optimizer's own default: off for AdamW (the
     original's), on for LAMB (the paper's).
     """
-    schedule = WarmupLinearDecay(config.learning_rate, decay_steps=config.train_steps,
-                                 warmup_steps=config.warmup_steps, power=config.lr_decay_power)
+    if config.schedule == "one_cycle":
+        schedule = OneCycle(config.learning_rate, total_steps=config.train_steps,
+                            peak_step=config.warmup_steps)
+    else:
+        schedule = WarmupLinearDecay(config.learning_rate, decay_steps=config.train_steps,
+                                     warmup_steps=config.warmup_steps,
+                                     power=config.lr_decay_power)
     optimizer_class = LambWeightDecay if config.name == "lamb" else AdamWeightDecay
     bias_correction = ({} if config.bias_correction is None
                        else {"bias_correction": config.bias_correction})

@@ -67,3 +67,19 @@ def test_the_demo_recipe_takes_the_learning_rate_of_the_tiny_models_width():
     config = resolve_finetune_config(None, "finetune/demo", ["model.hidden_size=64", "model.num_heads=1",
                                                     "model.intermediate_size=256"])
     assert config.optimizer.learning_rate == 1.2e-3 and config.finetune.max_seq_length == 64
+
+
+def test_a_pretraining_recipe_without_dropout_fine_tunes_with_it():
+    import dataclasses
+
+    from electra_tf.finetuning.api import resolve_finetune_config
+    from tests.models.helpers import tiny_model_config
+
+    pretrained = tiny_model_config(hidden_dropout=0.0, attention_dropout=0.0)
+    config = resolve_finetune_config(None, "finetune/demo", model_config=pretrained)
+    assert (config.model.hidden_dropout, config.model.attention_dropout) == (0.1, 0.1)
+    assert dataclasses.replace(config.model, hidden_dropout=0.0, attention_dropout=0.0) == (
+        dataclasses.replace(pretrained, max_position_embeddings=config.model.max_position_embeddings))
+    chosen = resolve_finetune_config(None, "finetune/demo", ["model.hidden_dropout=0.05"],
+                                     model_config=pretrained)
+    assert chosen.model.hidden_dropout == 0.05  # the fine-tuning recipe's word is the last

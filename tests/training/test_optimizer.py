@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 from electra_tf.config import OptimizerConfig
-from electra_tf.training.optimizer import AdamWeightDecay, WarmupLinearDecay, create_optimizer
+from electra_tf.config import ConfigError
+from electra_tf.training.optimizer import (AdamWeightDecay, OneCycle, WarmupLinearDecay,
+                                           create_optimizer)
 from tests.models.helpers import xla_compiled_functions
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -51,6 +53,30 @@ def test_schedule_config_round_trip():
     s3 = keras.optimizers.schedules.deserialize(keras.optimizers.schedules.serialize(s))
     assert isinstance(s3, WarmupLinearDecay)
     assert lr_at(s3, 5) == pytest.approx(lr_at(s, 5))
+
+
+def test_one_cycle_rises_to_the_full_rate_at_its_peak_and_falls_to_zero():
+    s = OneCycle(1e-3, total_steps=1000, peak_step=300)
+    expected = {0: 0.0, 150: 0.5e-3, 300: 1e-3, 650: 0.5e-3, 930: 0.1e-3, 1000: 0.0, 1500: 0.0}
+    for step, lr in expected.items():  # the triangle, from its three corners
+        assert lr_at(s, step) == pytest.approx(lr, abs=1e-9), step
+    restored = keras.optimizers.schedules.deserialize(keras.optimizers.schedules.serialize(s))
+    assert isinstance(restored, OneCycle) and lr_at(restored, 650) == pytest.approx(0.5e-3)
+    config = OptimizerConfig(learning_rate=1e-3, warmup_steps=300, train_steps=1000,
+                             schedule="one_cycle")
+    config.validate()
+    assert isinstance(create_optimizer(config)._learning_rate, OneCycle)
+    assert lr_at(create_optimizer(config)._learning_rate, 300) == pytest.approx(1e-3)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"schedule": "cosine"}, "optimizer.schedule must be one of original, one_cycle"),
+    ({"schedule": "one_cycle", "warmup_steps": 1000}, "peaks at optimizer.warmup_steps"),
+    ({"schedule": "one_cycle", "warmup_steps": 0}, "between 0 and optimizer.train_steps")])
+def test_a_schedule_that_cannot_be_drawn_is_refused(changes, message):
+    config = OptimizerConfig(**{"warmup_steps": 100, "train_steps": 1000, **changes})
+    with pytest.raises(ConfigError, match=message):
+        config.validate()
 
 
 # ----------------------------------------------------------------------------- update rule
