@@ -89,6 +89,10 @@ flags.DEFINE_enum("serving_dtype", "float32", ["float32", "bfloat16"],
 flags.DEFINE_bool("transposed_feedforward", False, "--task infer: time the export with the "
                   "feed-forward input kernels stored transposed (export_savedmodel "
                   "--transposed_feedforward).")
+flags.DEFINE_enum("litert", None, ["none", "float16", "int8_dynamic"], "--task infer: time "
+                  "the LiteRT file of export_litert with this quantization, run by "
+                  "ai-edge-litert's interpreter (--threads of its own; 0: the cores), instead "
+                  "of the SavedModel.")
 flags.DEFINE_integer("threads", 0, "TensorFlow intra-op threads (0: TensorFlow's default).")
 flags.DEFINE_integer("chains", 0, "pretrain, classify, qa: run each step's batch as this many "
                      "chains of ops side by side, with cores / chains intra-op threads unless "
@@ -487,8 +491,22 @@ def _infer(config, jit_compile):
         serve = tf.saved_model.load(directory).signatures["serving_default"]
         return lambda: serve(**inputs)["logits"].numpy()
 
+    def litert_step(model, directory):
+        from ai_edge_litert.interpreter import Interpreter
+
+        from electra_tf.export.litert import export_litert
+
+        path = export_litert(model, f"{directory}/model.tflite", max_seq_length=FLAGS.seq,
+                             quantize=FLAGS.litert)["path"]
+        runner = Interpreter(model_path=path, num_threads=FLAGS.threads or available_cores()
+                             ).get_signature_runner()
+        arrays = {name: value.numpy() for name, value in inputs.items()}
+        return lambda: runner(**arrays)["logits"]
+
     with tempfile.TemporaryDirectory() as directory:
-        step = serving_step(ElectraClassifier(config.model, num_labels=3), f"{directory}/ours")
+        model = ElectraClassifier(config.model, num_labels=3)
+        step = (litert_step(model, directory) if FLAGS.litert else
+                serving_step(model, f"{directory}/ours"))
         baseline = {}
         if FLAGS.against_keras_hub_layers:
             baseline_step = serving_step(with_keras_hub_layers(
@@ -505,6 +523,8 @@ def _infer(config, jit_compile):
             compile_s, times = _time(step, FLAGS.steps, FLAGS.warmup)
         profile = _profile(step)
     record = {**_rates(times, compile_s, flops), **baseline}
+    if FLAGS.litert:
+        record.update(runtime="litert", quantize=FLAGS.litert)
     record.update(latency_p50_ms=round(1000 * times[len(times) // 2], 2),
                   latency_p99_ms=round(1000 * times[min(len(times) - 1,
                                                          int(0.99 * len(times)))], 2),

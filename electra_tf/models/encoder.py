@@ -75,6 +75,7 @@ class ElectraEncoder(keras.layers.Layer):
         self.activation = activation
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+        self.inference_chains = 2
         self.embeddings_project = None
         if embeddings.embedding_size != hidden_size:
             self.embeddings_project = keras.layers.Dense(
@@ -114,7 +115,7 @@ class ElectraEncoder(keras.layers.Layer):
             x = self.embeddings_project(x)
         layers = list(self.transformer_layers)
         last = layers.pop() if output_rows and layers else None
-        if not training:
+        if not training and self.inference_chains == 2:
             arguments = (x, input_mask, layers, last, output_rows)
             if x.shape[0] is not None:  # known when traced: no conditional in the graph
                 halves = self._on_batch_halves if x.shape[0] > 1 else self._on_sequence_halves

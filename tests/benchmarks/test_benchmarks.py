@@ -186,6 +186,15 @@ def test_infer_benchmark_times_an_export_variant_against_the_plain_one(variant):
         record["tokens_per_s"] / record["plain_export"]["tokens_per_s"], rel=0.01)
 
 
+@pytest.mark.slow
+def test_infer_benchmark_times_the_litert_file():
+    record = _json_lines("electra_tf.benchmarks.steps", "--task", "infer", "--size", "tiny",
+                         "--batch", "2", "--seq", "16", "--steps", "3", "--warmup", "0",
+                         "--nopeak", "--litert", "int8_dynamic", own_process=False)[-1]
+    assert (record["runtime"], record["quantize"]) == ("litert", "int8_dynamic")
+    assert record["latency_p99_ms"] >= record["latency_p50_ms"] > 0
+
+
 def test_cpu_description_names_the_model_and_the_flags_of_note(tmp_path):
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor\t: 0\ncpu family\t: 6\nmodel\t\t: 143\n"

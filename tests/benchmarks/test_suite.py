@@ -24,8 +24,10 @@ def test_table_puts_each_workload_against_its_references():
     results = {"pretrain": [(OURS_PRETRAIN, {"tokens_per_s": 1500.0})],
                "serve_b1": [(OURS_SERVE, {"median_step_s": 0.030})],
                "serve_b32_intra1": [(OURS_SERVE, None)],
+               "serve_b1_litert_int8": [(dict(OURS_SERVE, latency_p50_ms=8.0), None)],
                "qa": [({"error": "out of memory"}, {"tokens_per_s": 100.0})]}
-    onnx = [{"1": {"median_s": 0.016}, "32": {"tokens_per_s": 3200.0}}]
+    onnx = [{"1": {"median_s": 0.016}, "32": {"tokens_per_s": 3200.0},
+             "int8:1": {"median_s": 0.010}}]
     text = table(results, machine_line([r for [(r, _)] in results.values()]), onnx)
     lines = text.splitlines()
     assert lines[0].startswith("AMD EPYC, 2 cores (AVX-512, AVX-512 BF16); TensorFlow's oneDNN "
@@ -38,6 +40,9 @@ def test_table_puts_each_workload_against_its_references():
     # a row without a torch reference is still held against ONNX Runtime at its batch size
     intra1 = next(line for line in lines if "intra_op_parallelism" in line)
     assert "| 6,400 tokens/s |  |  | 3,200 tokens/s | 2.00x |" in intra1
+    # LiteRT's int8 row against ONNX Runtime's int8, and against torch's plain row
+    litert = next(line for line in lines if line.startswith("| LiteRT, batch 1 x 128, dynamic"))
+    assert "| 8.0 ms |  | 3.75x | 10.0 ms | 1.25x |" in litert
     assert "failed: out of memory" in next(line for line in lines if line.startswith("| SQuAD"))
     assert not any(line.startswith("| classification") for line in lines)  # not run
 
@@ -140,19 +145,23 @@ def test_a_failing_onnx_runtime_script_is_reported_at_both_batch_sizes(tmp_path)
     (tmp_path / "onnxruntime_serving.py").write_text("import onnxruntime_is_not_here\n")
     records = onnxruntime_records(str(tmp_path), timeout=60)
     error = "ModuleNotFoundError: No module named 'onnxruntime_is_not_here'"
-    assert records == {"1": {"error": error}, "32": {"error": error}}
+    assert records == {key: {"error": error} for key in ("1", "32", "int8:1", "int8:32")}
 
 
 def test_onnx_runtime_records_are_read_and_each_batch_printed_as_it_ends(tmp_path, capsys):
     lines = [{"impl": "ort", "batch": 32, "seq": 128, "median_s": 0.5, "tokens_per_s": 8192.0},
              {"impl": "torch", "batch": 1, "median_s": 0.03, "tokens_per_s": 4266.7},
-             {"impl": "ort", "batch": 1, "seq": 128, "median_s": 0.0182, "tokens_per_s": 7033.0}]
-    (tmp_path / "onnxruntime_serving.py").write_text(
-        "import json\n" + "".join(f"print(json.dumps({line!r}))\n" for line in lines))
+             {"impl": "ort", "batch": 1, "seq": 128, "median_s": 0.0182, "tokens_per_s": 7033.0},
+             {"impl": "ort+int8", "batch": 1, "seq": 128, "median_s": 0.0091, "tokens_per_s": 14066.0},
+             {"impl": "ort+bert_fusions+int8", "batch": 1, "median_s": 0.008,
+              "tokens_per_s": 16000.0}]
+    script = tmp_path / "onnxruntime_serving.py"
+    script.write_text("import json, sys\nassert sys.argv[1:] == ['--int8']\n"
+                      + "".join(f"print(json.dumps({line!r}))\n" for line in lines))
     records = onnxruntime_records(str(tmp_path), timeout=60)
-    assert records == {"32": lines[0], "1": lines[2]}
+    assert records == {"32": lines[0], "1": lines[2], "int8:1": lines[3]}
     assert ("  -> batch 1: 7,033 tokens/s, median 18.2 ms; batch 32: 8,192 tokens/s, median "
-            "500.0 ms") in capsys.readouterr().out
+            "500.0 ms; batch int8:1: 14,066 tokens/s, median 9.1 ms") in capsys.readouterr().out
 
 
 def test_default_rows_leave_out_bf16_and_256_bit_rows_where_the_cpu_lacks_them():

@@ -8,7 +8,8 @@ Markdown with the machine line (CPU, cores, AVX-512 / BF16 / AMX flags, matmul p
 
 The references are scripts kept outside this package: `--reference_dir` holds
 `torch_reference_step.py` (same JSON fields and FLOP count as ours) and
-`onnxruntime_serving.py` (the same model exported to ONNX, B1 and B32 latency at length 128).
+`onnxruntime_serving.py --int8` (the same model exported to ONNX, B1 and B32 latency at length
+128, float32 and dynamic int8: the LiteRT int8 rows are held against the int8 ones).
 Without it, only our own numbers are printed; ONNX Runtime comes from requirements-bench.txt,
 and where its script fails the table says so. Each row's commands are printed above the table,
 each with its result as it ends (`  -> 2,647 tokens/s, median step 1547.6 ms`), so every
@@ -106,6 +107,17 @@ ROWS = {
     "serve_b32_bf16": ("the same, exported with --serving_dtype bfloat16",
                        ["--task", "infer", "--batch", "32", "--steps", "20", "--serving_dtype",
                         "bfloat16"], None, "tokens_per_s"),
+    "serve_b1_litert": ("LiteRT (export_litert), batch 1 x 128, float32",
+                        ["--task", "infer", "--batch", "1", "--steps", "300", "--warmup", "20",
+                         "--litert", "none", "--nopeak"], None, "latency"),
+    "serve_b1_litert_int8": ("LiteRT, batch 1 x 128, dynamic int8 (ONNX Runtime: its dynamic "
+                             "int8 too)",
+                             ["--task", "infer", "--batch", "1", "--steps", "300", "--warmup",
+                              "20", "--litert", "int8_dynamic", "--nopeak"], None, "latency"),
+    "serve_b32_litert_int8": ("LiteRT, batch 32 x 128, dynamic int8 (ONNX Runtime: its dynamic "
+                              "int8 too)",
+                              ["--task", "infer", "--batch", "32", "--steps", "20", "--litert",
+                               "int8_dynamic", "--nopeak"], None, "tokens_per_s"),
 }
 
 # row -> environment variables its run of ours gets. The commands' `electra_tf.tune_cpu()` has
@@ -237,6 +249,13 @@ def serving_batch(name):
             else None)
 
 
+def onnx_key(name):
+    """The ONNX Runtime record a serving row is held against: "1" or "32" (float32), or
+    "int8:1" / "int8:32" (its dynamic int8) for an int8 row; None for the others."""
+    batch = serving_batch(name)
+    return None if batch is None else f"int8:{batch}" if name.endswith("_int8") else batch
+
+
 def round_ratios(name, results, onnx_rounds):
     """(torch ratios, ONNX Runtime ratios) of row `name`, one per round (None where a run
     failed or there is nothing to hold it against): our speed over the reference's, against
@@ -250,7 +269,8 @@ def round_ratios(name, results, onnx_rounds):
             reference = plain_rounds[index][1]
         torch_ratios.append(None if reference is None else
                             _ratio(ours, _reference_value(reference, rate), rate))
-        onnx = onnx_rounds[index].get(batch) if batch and index < len(onnx_rounds) else None
+        key = onnx_key(name)
+        onnx = onnx_rounds[index].get(key) if key and index < len(onnx_rounds) else None
         onnx_ratios.append(None if onnx is None else
                            _ratio(ours, _reference_value(onnx, rate), rate))
     return torch_ratios, onnx_ratios
@@ -276,8 +296,8 @@ def table(results, machine, onnx_rounds):
         batch = serving_batch(name)
         torch_ratios, onnx_ratios = round_ratios(name, results, onnx_rounds)
         torch_records = [reference for _, reference in rounds if reference is not None]
-        onnx_records = [each[batch] for each in onnx_rounds[:len(rounds)]
-                        if batch and each.get(batch) is not None]
+        onnx_records = [each[onnx_key(name)] for each in onnx_rounds[:len(rounds)]
+                        if batch and each.get(onnx_key(name)) is not None]
         our_records = [ours for ours, _ in rounds]
         cells = [_ours_cell(_median_record(our_records, lambda r: _our_value(r, rate)), rate)]
         for records, ratios in ((torch_records, torch_ratios), (onnx_records, onnx_ratios)):
@@ -311,7 +331,7 @@ def onnxruntime_records(reference_dir, timeout):
     """{"1": ONNX Runtime's batch-1 record, "32": its batch-32 one}; where the script fails
     (onnxruntime not installed: requirements-bench.txt), both are {"error": ...}, so the table
     says so instead of leaving its ONNX Runtime column blank."""
-    command = [sys.executable, os.path.join(reference_dir, "onnxruntime_serving.py")]
+    command = [sys.executable, os.path.join(reference_dir, "onnxruntime_serving.py"), "--int8"]
     print("$", " ".join(command), flush=True)
     try:
         output = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
@@ -319,14 +339,17 @@ def onnxruntime_records(reference_dir, timeout):
         output = None
     onnx = {}
     for line in output.stdout.splitlines() if output else []:
-        if line.startswith("{") and '"impl": "ort"' in line:
+        if line.startswith("{") and '"impl"' in line:
             record = json.loads(line)
-            onnx[str(record["batch"])] = record
+            prefix = {"ort": "", "ort+int8": "int8:"}.get(record.get("impl"))
+            if prefix is not None:
+                onnx[f"{prefix}{record['batch']}"] = record
     if not onnx:
         error = (f"timed out after {timeout} s" if output is None else
                  (output.stderr.strip().splitlines() or ["no output"])[-1][:200])
-        onnx = {batch: {"error": error} for batch in ("1", "32")}
-    summaries = [f"batch {batch}: {_summary(onnx[batch])}" for batch in sorted(onnx, key=int)]
+        onnx = {key: {"error": error} for key in ("1", "32", "int8:1", "int8:32")}
+    summaries = [f"batch {key}: {_summary(onnx[key])}" for key in sorted(
+        onnx, key=lambda k: (k.startswith("int8:"), int(k.rpartition(":")[2])))]
     print("  -> " + "; ".join(summaries), flush=True)
     return onnx
 
