@@ -49,6 +49,7 @@ def default_output(model_dir: str, quantize: str) -> str:
 
 
 def default_length(model_dir: str, positions: int) -> int:
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf import run_directory
     from electra_tf.config import FinetuneConfig, load_config
 
@@ -59,6 +60,7 @@ def default_length(model_dir: str, positions: int) -> int:
 
 
 def run() -> int:
+    # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.export.litert import export_litert
     from electra_tf.loading import load
 

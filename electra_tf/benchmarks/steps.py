@@ -492,6 +492,7 @@ def _infer(config, jit_compile):
         return lambda: serve(**inputs)["logits"].numpy()
 
     def litert_step(model, directory):
+        # lazy: ai-edge-litert is needed only for --litert (an optional extra)
         from ai_edge_litert.interpreter import Interpreter
 
         from electra_tf.export.litert import export_litert

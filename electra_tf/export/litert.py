@@ -74,6 +74,7 @@ def export_litert(model, path: str, *, max_seq_length: int = 128,
 
 def _outputs(model):
     """(kind, forward: the three int32 inputs -> float32 outputs) of an electra_tf model."""
+    # lazy: the model classes (and keras-hub under them) load when a model is exported
     from electra_tf.models import (ElectraClassifier, ElectraEncoder, ElectraPretrainer,
                                    ElectraQuestionAnswerer, ElectraTagger)
 
