@@ -11,13 +11,13 @@ import sys
 import numpy as np
 import pytest
 
-from electra_tf.export.litert import export_litert
+from electra_tf.export.litert import QUANTIZATIONS, export_litert
 from electra_tf.export.savedmodel import ExportError
 from electra_tf.models import (ElectraClassifier, ElectraPretrainer, ElectraQuestionAnswerer,
                                ElectraTagger)
 from tests.models.helpers import objective, tiny_model_config
 from tests.models.test_serialization import randomise
-from tests.run_helpers import REPO, run_in_process
+from tests.run_helpers import REPO, _own_flags, run_in_process
 
 LENGTH = 16
 
@@ -168,3 +168,8 @@ def test_the_command_exports_a_fine_tuning_run_at_its_length(tmp_path):
     assert run_litert(path, inputs())["logits"].shape == (3, 3)
     again = run_in_process(args, module="electra_tf.export_litert", cwd=REPO)
     assert again.returncode == 1 and "exists: pass --overwrite" in again.stderr
+
+
+def test_the_command_offers_the_quantizations_the_export_takes():
+    with _own_flags("electra_tf.export_litert") as command:  # its list, kept free of TensorFlow
+        assert command.QUANTIZATIONS == QUANTIZATIONS
