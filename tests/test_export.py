@@ -281,6 +281,17 @@ def parse_saved_model_cli(text):
     return signatures
 
 
+def test_the_savedmodel_holds_each_weight_once_and_lists_them(pretrainer, exported):
+    # Keras' ExportArchive.track() saved each weight twice (its wrapper and the tf.Variable).
+    reader = tf.train.load_checkpoint(os.path.join(exported, "variables", "variables"))
+    saved = sum(int(np.prod(shape)) for name, shape in reader.get_variable_to_shape_map().items()
+                if reader.get_variable_to_dtype_map()[name].is_floating)
+    weights = pretrainer.encoder.weights + pretrainer.discriminator_head.weights
+    assert saved == sum(int(np.prod(w.shape)) for w in weights)
+    listed = pretrainer.encoder.variables + pretrainer.discriminator_head.variables
+    assert len(tf.saved_model.load(exported).variables) == len(listed)
+
+
 @pytest.mark.slow
 def test_saved_model_cli_lists_the_documented_signatures(exported):
     result = subprocess.run(

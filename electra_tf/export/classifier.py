@@ -20,11 +20,10 @@ empty for a regressor) and, for a regressor, `loaded.label_range` (float32 [2]).
 
 from __future__ import annotations
 
-import keras
 import tensorflow as tf
 
 from electra_tf.export.savedmodel import (TEXT_SIGNATURE, ExportError, add_id_endpoints,
-                                          checked_forward, load_text_tokenizer)
+                                          checked_forward, load_text_tokenizer, new_archive)
 
 
 def export_classifier(model, export_dir: str, *, task: str, label_names=None,
@@ -39,8 +38,7 @@ def export_classifier(model, export_dir: str, *, task: str, label_names=None,
         raise ExportError(f"the classifier has {model.num_labels} labels, got label_names "
                           f"{label_names!r}")
     low, high = (float(v) for v in label_range)
-    archive = keras.export.ExportArchive()
-    archive.track(model)
+    archive = new_archive(model)
 
     def forward(input_ids, input_mask, segment_ids):
         result = tf.cast(model({"input_ids": input_ids, "input_mask": input_mask,

@@ -31,10 +31,9 @@ from __future__ import annotations
 import os
 import tempfile
 
-import keras
 import tensorflow as tf
 
-from electra_tf.export.savedmodel import INPUT_NAMES, ExportError
+from electra_tf.export.savedmodel import INPUT_NAMES, ExportError, new_archive
 
 QUANTIZATIONS = ("none", "float16", "int8_dynamic")  # the command's flag lists the same
 
@@ -61,8 +60,7 @@ def export_litert(model, path: str, *, max_seq_length: int = 128,
     chains, encoder.inference_chains = encoder.inference_chains, 1
     try:
         with tempfile.TemporaryDirectory(prefix="litert_") as staging:
-            archive = keras.export.ExportArchive()
-            archive.track(model)
+            archive = new_archive(model)
             archive.add_endpoint("serving_default", outputs, input_signature=spec)
             archive.write_out(staging, verbose=False)
             content = _convert(staging, quantize, kind)

@@ -25,11 +25,10 @@ Signatures (the conventions of `electra_tf.export.savedmodel`):
 
 from __future__ import annotations
 
-import keras
 import tensorflow as tf
 
 from electra_tf.export.savedmodel import (INPUT_NAMES, TEXT_SIGNATURE, add_id_endpoints,
-                                          checked_forward, load_text_tokenizer)
+                                          checked_forward, load_text_tokenizer, new_archive)
 from electra_tf.models.question_answers import BEAM_OUTPUTS
 
 
@@ -42,8 +41,7 @@ def export_question_answerer(model, export_dir: str, *, task: str, with_examples
     `jit_compile` compiles the forward pass with XLA (`electra_tf.export.savedmodel`)."""
     config = model.model_config
     beam = model.beam_size
-    archive = keras.export.ExportArchive()
-    archive.track(model)
+    archive = new_archive(model)
 
     def forward(input_ids, input_mask, segment_ids):
         short = tf.maximum(beam - tf.shape(input_ids)[1], 0)  # top-k needs k positions

@@ -59,6 +59,24 @@ EMBEDDINGS_SIGNATURE = "serve_embeddings"
 TEXT_EMBEDDINGS_SIGNATURE = "serve_text_embeddings"
 
 
+def new_archive(*layers) -> keras.export.ExportArchive:
+    """An ExportArchive listing `layers`' weights as the SavedModel's `variables`, each saved
+    once.
+
+    `ExportArchive.track(layer)` lists Keras' variable wrappers, and the archive also saves the
+    tf.Variables under them that its endpoints capture: every weight twice (an ELECTRA-Small
+    classifier's SavedModel 106 MiB instead of 54, and twice the memory in a model server).
+    Listing the tf.Variables themselves keeps `loaded.variables` and saves each weight once.
+    """
+    archive = keras.export.ExportArchive()
+    trackable = archive._tf_trackable  # ExportArchive has no public hook for this
+    for layer in layers:
+        trackable.variables += [v.value for v in layer.variables]
+        trackable.trainable_variables += [v.value for v in layer.trainable_variables]
+        trackable.non_trainable_variables += [v.value for v in layer.non_trainable_variables]
+    return archive
+
+
 class ExportError(UserError):
     """An export that cannot be written as asked."""
 
@@ -77,10 +95,8 @@ def export_discriminator(pretrainer, export_dir: str, *, with_examples: bool = T
     `serve_embeddings` (and `serve_text_embeddings` with the tokenizer).
     """
     config = pretrainer.model_config
-    archive = keras.export.ExportArchive()
-    archive.track(pretrainer.encoder)
-    if pretrainer.discriminator is not None:
-        archive.track(pretrainer.discriminator_head)
+    archive = new_archive(pretrainer.encoder, *(
+        [pretrainer.discriminator_head] if pretrainer.discriminator is not None else []))
 
     def forward(input_ids, input_mask, segment_ids):
         if pretrainer.discriminator is None:

@@ -34,11 +34,11 @@ The task travels with the model: `loaded.task` (string) and `loaded.tag_names` (
 
 from __future__ import annotations
 
-import keras
 import tensorflow as tf
 
 from electra_tf.export.savedmodel import (INPUT_NAMES, TEXT_SIGNATURE, ExportError,
-                                          add_id_endpoints, checked_forward, load_text_tokenizer)
+                                          add_id_endpoints, checked_forward, load_text_tokenizer,
+                                          new_archive)
 
 
 def export_tagger(model, export_dir: str, *, task: str, tag_names, with_examples: bool = True,
@@ -57,8 +57,7 @@ def export_tagger(model, export_dir: str, *, task: str, tag_names, with_examples
         raise ExportError(f"the tagger has {model.num_tags} tags, got {len(tag_names)} tag_names "
                           f"{tag_names!r}")
     config = model.model_config
-    archive = keras.export.ExportArchive()
-    archive.track(model)
+    archive = new_archive(model)
 
     def forward(*inputs):
         logits = tf.cast(model(dict(zip(INPUT_NAMES, inputs)), training=False), tf.float32)
