@@ -28,6 +28,7 @@ Lower-casing and accent stripping are on by default (uncased) and switchable sep
 from __future__ import annotations
 
 import collections
+import functools
 import re
 from typing import NamedTuple
 
@@ -143,7 +144,10 @@ class BertWordPieceTokenizer:
             vocab=matchable, suffix_indicator="##", unknown_token=UNKNOWN_TOKEN,
             max_bytes_per_word=MAX_CHARS_PER_WORD * MAX_UTF8_BYTES_PER_CHAR,
             token_out_type=tf.int32, no_pretokenization=True)
-        self._traced = tf.function(self._tokenize_batch, autograph=False,
+        # A partial, not the bound method: TensorFlow counts traces per code object, so each
+        # tokenizer's one trace (a process loading a few models) read as "excessive retracing".
+        self._traced = tf.function(functools.partial(type(self)._tokenize_batch, self),
+                                   autograph=False,
                                    input_signature=[tf.TensorSpec([None], tf.string)])
 
     def tokenize(self, texts):

@@ -175,3 +175,12 @@ def test_vocabulary_entries_holding_whitespace_never_match():
     vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", " ", "## ", "the", "follow", "##ing"]
     ids = make_tokenizer(vocabulary).tokenize(["The following"])
     assert [vocabulary[i] for i in ids[0]] == ["the", "follow", "##ing"]
+
+
+@pytest.mark.slow
+def test_a_process_tokenizing_with_several_tokenizers_sees_no_retracing_warning(vocab_file,
+                                                                                  caplog):
+    # Each tokenizer traces once; TensorFlow warned when it counted them as one function's.
+    for _ in range(8):
+        make_tokenizer(vocab_file)(["hello world", "a b"])
+    assert not [r for r in caplog.records if "retracing" in r.getMessage()]
