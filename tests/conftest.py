@@ -1,6 +1,7 @@
 """Session setup: quiet TensorFlow tuned as the commands tune it, two logical CPU devices for the
 MirroredStrategy tests."""
 
+import collections
 import importlib
 import os
 import signal
@@ -23,6 +24,26 @@ tf.config.set_logical_device_configuration(
 # `--cpu_chains 0`, run in this process, then keeps one chain and the session's intra-op threads
 # (two chains picked by a first test would last for the rest of the session).
 tf.zeros(())
+
+
+def pytest_configure(config):
+    # pytest-xdist's `--dist loadfile` hands out the files with the most tests first, which left
+    # the long files of one or two tests (Bazel, the wheel, the soak) to the end, one worker
+    # running them while the other idled. It keeps the order below instead.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config, items):
+    """The files with tests marked slow first, those with the most of them first, then the
+    files of fast tests only, whose many short tests even out the two workers' last minutes.
+    Within a file the order stays."""
+    def file_of(item):
+        return item.nodeid.split("::", 1)[0]
+
+    slow = collections.Counter(file_of(item) for item in items if item.get_closest_marker("slow"))
+    first_seen = {name: i for i, name in enumerate(dict.fromkeys(map(file_of, items)))}
+    items.sort(key=lambda item: (-slow[file_of(item)], first_seen[file_of(item)]))
 
 
 def require(module_name):

@@ -311,7 +311,7 @@ def test_help_documents_every_flag():
 
 STUDY_ARGS = [
     "--pretrain_config", "pretrain/demo", "--max_seq_length", "32", "--vocab_size", "300",
-    "--checkpoints", "10,40", "--labels", "16,all", "--seeds", "2",
+    "--checkpoints", "10,40", "--labels", "16", "--seeds", "2",
     "--learning_rates", "1e-3,3e-3", "--min_finetune_steps", "2",
     "--finetune_max_seq_length", "32",
     "--override", "run.train_batch_size=8", "--override", "run.eval_batches=1",
@@ -338,7 +338,7 @@ def test_a_tiny_study_runs_end_to_end_and_resumes(tmp_path):
         assert (output_dir / name).exists(), name
     assert (output_dir / "accuracy_vs_flops.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| majority class |" in result.stdout and "accuracy_vs_flops.png" in result.stdout
-    assert "[30/30]" in result.stderr  # the progress line of the last trial
+    assert "[15/15]" in result.stderr  # the progress line of the last trial
 
     records = results.read_records(str(output_dir))
     encoders = {r["encoder"] for r in records}
@@ -348,19 +348,20 @@ def test_a_tiny_study_runs_end_to_end_and_resumes(tmp_path):
                  key=lambda r: r["pretraining_step"])
     assert {r["pretraining_step"] for r in electra} == {10, 40}
     assert len(encoders) == 5 and "random" in encoders  # 2 ELECTRA, 2 MLM, random
-    # 5 encoders x 2 label counts x (2 rates at seed 0 + 1 more seed at the chosen rate)
-    assert len(records) == 5 * 2 * 3
+    # 5 encoders x 1 label count x (2 rates at seed 0 + 1 more seed at the chosen rate); the
+    # "all" label count is test_training_subsets_depend_only_on_label_count_and_seed's
+    assert len(records) == 5 * 3
     assert electra[-1]["flops"] == pytest.approx(mlm[-1]["flops"], rel=0.01)
     assert mlm[-1]["pretraining_step"] > 40  # an MLM step costs less than an ELECTRA step
     for encoder in encoders:
-        for n in (16, "all"):
+        for n in (16,):
             cell = [r for r in records if r["encoder"] == encoder and r["n"] == n]
             seed_zero = {r["lr"]: r["dev"] for r in cell if r["seed"] == 0}
             assert set(seed_zero) == {1e-3, 3e-3}
             chosen = max(seed_zero, key=seed_zero.get)
             assert [r["lr"] for r in cell if r["seed"] == 1] == [chosen]
             assert all(0 <= r["test"] <= 100 and 0 <= r["dev"] <= 100 for r in cell)
-            assert {r["train_examples"] for r in cell} == {16 if n == 16 else 60}
+            assert {r["train_examples"] for r in cell} == {16}
     # epochs rule: n=16 at batch 8 for 2 steps -> 3 epochs; trials evaluated once, at their end
     assert {r["epochs"] for r in records} == {3}
     trial_dir = output_dir / "finetune" / "electra_40" / "16" / "lr1e-3_seed0"
@@ -375,7 +376,7 @@ def test_a_tiny_study_runs_end_to_end_and_resumes(tmp_path):
     assert again.returncode == 0, again.stderr[-5000:]
     assert (output_dir / "results.jsonl").read_text() == before
     assert os.path.getmtime(trial_dir / "results.json") == mtime
-    assert "/30]" not in again.stderr and "pretraining is finished" in again.stderr
+    assert "/15]" not in again.stderr and "pretraining is finished" in again.stderr
     assert "| majority class |" in again.stdout
 
     # Interrupted after the runner finished two trials but before they were recorded: the rerun
@@ -386,7 +387,7 @@ def test_a_tiny_study_runs_end_to_end_and_resumes(tmp_path):
     mtime = os.path.getmtime(last)
     again = run_in_process(args, module=MODULE)
     assert again.returncode == 0, again.stderr[-5000:]
-    assert "[29/30]" in again.stderr and "[30/30]" in again.stderr
+    assert "[14/15]" in again.stderr and "[15/15]" in again.stderr
     restored = (output_dir / "results.jsonl").read_text().splitlines(keepends=True)
     assert [json.loads(line)["test"] for line in restored] == [json.loads(line)["test"]
                                                               for line in lines]
