@@ -10,8 +10,14 @@ run_pretraining takes and checks). The packing rules are the original's
 (electra_tf/pretraining_data/example_packing.py): one example in ten single-segment, one in
 twenty with a random short target length, no example crosses a document, overflow past
 max_seq_length discarded. Every shard samples the whole corpus (electra_tf/pretraining_data/build_plan.py).
+
+`--runner beam` builds the same files on Apache Beam (`pip install 'electra_tf[beam]'`): by
+default the DirectRunner in one process per core, or any runner through --beam_pipeline_options
+(docs/pretraining.md, "Building on Apache Beam").
 """
 
+import functools
+import shlex
 import sys
 
 from absl import flags
@@ -53,6 +59,13 @@ flags.DEFINE_bool("replace_invalid_utf8", False, "Replace bytes that are not UTF
                   "(which the tokenizer removes) and report how many lines had some, instead of "
                   "refusing the corpus with the file and byte offset of the first one.")
 flags.DEFINE_float("log_every_s", 10.0, "Seconds between progress lines.")
+flags.DEFINE_enum("runner", "local", ["local", "beam"], "Who builds: 'local', this machine's "
+                  "processes, or 'beam', an Apache Beam pipeline (the same files; needs "
+                  "electra_tf[beam]).")
+flags.DEFINE_string("beam_pipeline_options", "", "With --runner beam: Beam pipeline flags, one "
+                    "string split like a shell line, e.g. '--runner=DataflowRunner "
+                    "--project=my-project --region=us-central1 --temp_location=gs://b/tmp' "
+                    "(default: the DirectRunner, one worker process per --num_processes).")
 
 
 def main(argv):
@@ -66,7 +79,15 @@ def main(argv):
         sys.exit(f"error: --{' and --'.join(missing)} required")
     if bool(FLAGS.corpus) == bool(FLAGS.tfds_name):
         sys.exit("error: give exactly one of --corpus or --tfds_name")
-    summary = exit_on_user_error(lambda: build_pretraining_data(
+    if FLAGS.beam_pipeline_options and FLAGS.runner != "beam":
+        sys.exit("error: --beam_pipeline_options needs --runner beam")
+    build = build_pretraining_data
+    if FLAGS.runner == "beam":
+        # lazy: the local runner needs neither Beam nor its pipeline
+        from electra_tf.pretraining_data.beam_pipeline import build_with_beam
+        build = functools.partial(build_with_beam,
+                                  beam_args=shlex.split(FLAGS.beam_pipeline_options))
+    summary = exit_on_user_error(lambda: build(
             output_dir=FLAGS.output_dir, vocab_file=FLAGS.vocab_file, corpus=FLAGS.corpus,
             tfds_name=FLAGS.tfds_name, tfds_split=FLAGS.tfds_split,
             tfds_text_key=FLAGS.tfds_text_key, tfds_data_dir=FLAGS.tfds_data_dir,

@@ -145,16 +145,20 @@ class ShardWriter:
             invalid_lines.clear()
             report(packer.stats.minus(before))
 
-    def write_group(self, group: build_plan.ShardGroup, report: Callable[[PackingStats], None]
-                    ) -> GroupResult:
-        """Writes the group's shards: example j of its units' stream to its (j mod n)-th shard."""
+    def write_group(self, group: build_plan.ShardGroup, report: Callable[[PackingStats], None],
+                    temporary_suffix: str = ".incomplete") -> GroupResult:
+        """Writes the group's shards: example j of its units' stream to its (j mod n)-th shard.
+
+        Each shard is written under `<shard><temporary_suffix>` and renamed once the group is
+        complete; the suffix must end in ".incomplete" (readers skip such files).
+        """
         import tensorflow as tf
 
         start_time = time.perf_counter()
         s = self.settings
         paths = [os.path.join(s.output_dir, records.shard_name(i, s.num_shards))
                  for i in group.shards]
-        writers = [tf.io.TFRecordWriter(path + ".incomplete") for path in paths]
+        writers = [tf.io.TFRecordWriter(path + temporary_suffix) for path in paths]
         counts = [0] * len(paths)
         stats = PackingStats()
         written = 0
@@ -175,7 +179,7 @@ class ShardWriter:
             for writer in writers:
                 writer.close()
         for path in paths:
-            tf.io.gfile.rename(path + ".incomplete", path, overwrite=True)
+            tf.io.gfile.rename(path + temporary_suffix, path, overwrite=True)
         return GroupResult(group.index, group.shards, paths, counts, stats,
                            time.perf_counter() - start_time)
 
@@ -195,12 +199,20 @@ def _batches(documents: Iterable[list[str]], max_lines: int) -> Iterator[list[li
 _WORKER: dict = {}
 
 
-def _init_worker(settings: BuildSettings, progress_queue) -> None:
+def limit_tensorflow_to_one_thread() -> None:
+    """One process per core: keeps this process's TensorFlow to one thread, unless TensorFlow
+    has already started (then its threads stay as they are)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
-    # One process per core: keep each process's TensorFlow to one thread.
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+    except RuntimeError:  # "cannot be modified after initialization"
+        pass
+
+
+def _init_worker(settings: BuildSettings, progress_queue) -> None:
+    limit_tensorflow_to_one_thread()
     _WORKER["writer"] = ShardWriter(settings)
     _WORKER["queue"] = progress_queue
 
@@ -263,6 +275,22 @@ class _Progress:
                          s.documents, s.examples, s.tokens, s.tokens / (now - self.start))
 
 
+@dataclasses.dataclass
+class PreparedBuild:
+    """A build whose settings and output directory are checked and whose plan is made: what
+    writing its shard groups (`ShardWriter.write_group`, here or on a Beam runner) and then its
+    metadata (`write_build_metadata`) needs."""
+
+    settings: BuildSettings
+    groups: list[build_plan.ShardGroup]
+    num_units: int
+    corpus_bytes: int
+    workers: int  # processes that help: at most one per group (and per 16 MiB when automatic)
+    created_output_dir: bool
+    metadata: dict  # metadata.json less the counts, which only the written groups know
+    start_time: float
+
+
 def build_pretraining_data(
     *, output_dir: str, vocab_file: str, corpus: str | Sequence[str] | None = None,
     tfds_name: str | None = None, tfds_split: str = "train", tfds_text_key: str = "text",
@@ -289,6 +317,49 @@ def build_pretraining_data(
     corpus.CorpusError (nothing matches, no text, bytes that are not UTF-8) or
     tokenization.VocabularyError. Settings and the output directory are checked before anything
     is deleted or written; a build that fails midway removes the shards it wrote.
+    """
+    prepared = prepare_build(
+        output_dir=output_dir, vocab_file=vocab_file, corpus=corpus, tfds_name=tfds_name,
+        tfds_split=tfds_split, tfds_text_key=tfds_text_key, tfds_data_dir=tfds_data_dir,
+        max_seq_length=max_seq_length, num_processes=num_processes, num_shards=num_shards,
+        lower_case=lower_case, strip_accents=strip_accents, seed=seed, overwrite=overwrite,
+        replace_invalid_utf8=replace_invalid_utf8, normalization=normalization,
+        block_bytes=block_bytes)
+    progress = _Progress(log_every_s)
+    try:
+        if prepared.workers == 1:
+            writer = ShardWriter(prepared.settings)
+            results = [writer.write_group(group, progress.add) for group in prepared.groups]
+        else:
+            results = _write_in_processes(prepared.settings, prepared.groups, prepared.workers,
+                                          progress)
+        total = write_build_metadata(output_dir, prepared.metadata, results)
+    except BaseException as e:
+        remove_partial_build(output_dir, prepared.created_output_dir)
+        if is_disk_full(e):
+            raise shards_disk_full_error(output_dir) from None
+        raise
+    shards = sorted((i, p) for r in results for i, p in zip(r.shards, r.paths))
+    summary = BuildSummary(output_dir, [path for _, path in shards], total,
+                           time.perf_counter() - prepared.start_time, prepared.workers,
+                           sum(r.seconds for r in results), prepared.num_units)
+    logging.info("done: %s", summary.line())
+    return summary
+
+
+def prepare_build(
+    *, output_dir: str, vocab_file: str, corpus: str | Sequence[str] | None = None,
+    tfds_name: str | None = None, tfds_split: str = "train", tfds_text_key: str = "text",
+    tfds_data_dir: str | None = None, max_seq_length: int = 128,
+    num_processes: int | None = None, num_shards: int | None = None, lower_case: bool = True,
+    strip_accents: bool | None = None, seed: int = 0, overwrite: bool = False,
+    replace_invalid_utf8: bool = False, normalization: str = "bert",
+    block_bytes: int = corpus_lib.BLOCK_BYTES,
+) -> PreparedBuild:
+    """Checks a build's settings (`build_pretraining_data`'s arguments), plans it, deletes an
+    earlier build with `overwrite` and creates the output directory.
+
+    Raises what `build_pretraining_data` raises for bad settings, before anything is deleted.
     """
     start_time = time.perf_counter()
     # Cheap checks first: they need neither TensorFlow nor the vocabulary.
@@ -358,37 +429,7 @@ def build_pretraining_data(
         workers = min(workers, max(1, math.ceil(corpus_bytes / AUTO_BYTES_PER_PROCESS)))
     logging.info("building %d shards in %d groups from %d work units (%s bytes) with %d "
                  "processes", num_shards, len(groups), len(units), f"{corpus_bytes:,}", workers)
-    progress = _Progress(log_every_s)
-    try:
-        if workers == 1:
-            writer = ShardWriter(settings)
-            results = [writer.write_group(group, progress.add) for group in groups]
-        else:
-            results = _write_in_processes(settings, groups, workers, progress)
-    except BaseException as e:
-        # Nothing of an earlier build is left in output_dir: every shard file is this build's.
-        for path in tf.io.gfile.glob(os.path.join(corpus_lib.glob_escape(output_dir),
-                                                  records.SHARD_PREFIX + "-*")):
-            tf.io.gfile.remove(path)
-        if created_output_dir and not tf.io.gfile.listdir(output_dir):
-            tf.io.gfile.rmtree(output_dir)
-        if is_disk_full(e):
-            raise disk_full_error(f"the shards in {output_dir}", output_dir,
-                                  "removed the shards this build wrote; free some space and "
-                                  "run it again") from None
-        raise
-
-    total = PackingStats()
-    for result in results:
-        total.add(result.stats)
-    if not total.examples:
-        raise corpus_lib.CorpusError("the corpus produced no examples (no line has a token)")
-    shards = [(path, count) for _, path, count in sorted(
-        item for r in results for item in zip(r.shards, r.paths, r.examples_per_shard))]
-    if total.invalid_utf8_lines:
-        logging.warning("%d lines held bytes that are not UTF-8: replaced by U+FFFD, which the "
-                        "tokenizer removes (--replace_invalid_utf8)", total.invalid_utf8_lines)
-    records.write_metadata(output_dir, {
+    metadata = {
         "features": {name: ["int64", max_seq_length] for name in records.FEATURES},
         "max_seq_length": max_seq_length,
         "vocab_file": vocab_file,
@@ -403,14 +444,54 @@ def build_pretraining_data(
         "corpus": corpus_info,
         "num_shards": num_shards,
         "shard_groups": len(groups),
-        "shards": [{"file": os.path.basename(path), "examples": count} for path, count in shards],
+    }
+    return PreparedBuild(settings, groups, len(units), corpus_bytes, workers, created_output_dir,
+                         metadata, start_time)
+
+
+def write_build_metadata(output_dir: str, metadata: dict, results: Iterable[GroupResult]
+                         ) -> PackingStats:
+    """Writes metadata.json (`metadata` plus every shard's example count and the summed
+    statistics) once all shard groups are written; returns the summed statistics.
+
+    Raises CorpusError when the groups wrote no example.
+    """
+    results = list(results)
+    total = PackingStats()
+    for result in results:
+        total.add(result.stats)
+    if not total.examples:
+        raise corpus_lib.CorpusError("the corpus produced no examples (no line has a token)")
+    shards = sorted(item for r in results for item in zip(r.shards, r.paths, r.examples_per_shard))
+    if total.invalid_utf8_lines:
+        logging.warning("%d lines held bytes that are not UTF-8: replaced by U+FFFD, which the "
+                        "tokenizer removes (--replace_invalid_utf8)", total.invalid_utf8_lines)
+    records.write_metadata(output_dir, {
+        **metadata,
+        "shards": [{"file": os.path.basename(path), "examples": count}
+                   for _, path, count in shards],
         **dataclasses.asdict(total),
     })
-    summary = BuildSummary(output_dir, [path for path, _ in shards], total,
-                           time.perf_counter() - start_time, workers,
-                           sum(r.seconds for r in results), len(units))
-    logging.info("done: %s", summary.line())
-    return summary
+    return total
+
+
+def shards_disk_full_error(output_dir: str) -> UserError:
+    """The error of a build that ran out of space writing its shards (and removed them)."""
+    return disk_full_error(f"the shards in {output_dir}", output_dir,
+                           "removed the shards this build wrote; free some space and run it "
+                           "again")
+
+
+def remove_partial_build(output_dir: str, created_output_dir: bool) -> None:
+    """Removes the shard files (finished or not) of a build that failed, and the output
+    directory when the build created it and it is left empty."""
+    import tensorflow as tf
+    # Nothing of an earlier build is left in output_dir: every shard file is this build's.
+    for path in tf.io.gfile.glob(os.path.join(corpus_lib.glob_escape(output_dir),
+                                              records.SHARD_PREFIX + "-*")):
+        tf.io.gfile.remove(path)
+    if created_output_dir and not tf.io.gfile.listdir(output_dir):
+        tf.io.gfile.rmtree(output_dir)
 
 
 def _write_in_processes(settings: BuildSettings, groups: list[build_plan.ShardGroup],
