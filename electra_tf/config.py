@@ -57,6 +57,10 @@ class ModelConfig:
     # tied (the original's one embedding block), untied (the generator's own, of its width), or
     # gdes: DeBERTa-v3's gradient-disentangled sharing (electra_tf/models/embeddings.py)
     embedding_sharing: str = "tied"
+    # True: pre-LayerNorm blocks, LayerNorm before each sublayer and once after the last block
+    # (a small-budget lever: it takes higher learning rates). No Google or Hugging Face
+    # ELECTRA checkpoint has this layout, so such a model converts to neither.
+    pre_layer_norm: bool = False
 
     @property
     def generator_embeddings_untied(self) -> bool:

@@ -212,6 +212,10 @@ def main(argv):
             raise ConversionError(f"{vocab_file} is a SentencePiece model, and keras-hub's "
                                   f"ElectraTokenizer is WordPiece only: convert --to hf or "
                                   f"electra_tf, or give a vocab.txt")
+        if source == "electra_tf" and FLAGS.to != "electra_tf":  # before any weight is read
+            hf.refuse_pre_layer_norm(load_config(run_directory.config_file(
+                FLAGS.input)).model.pre_layer_norm, {"hf": "Hugging Face"}.get(FLAGS.to,
+                                                                             "keras-hub"))
         pretrainer, has_generator = _load(source, FLAGS.input)
         os.makedirs(output_dir, exist_ok=True)
         if FLAGS.to == "keras_hub":

@@ -33,6 +33,16 @@ class ConversionError(UserError):
     """Weights or configs that do not fit an ELECTRA layout."""
 
 
+def refuse_pre_layer_norm(pre_layer_norm: bool, target: str) -> None:
+    """ConversionError for a model with pre-LayerNorm blocks (`model.pre_layer_norm`) bound for
+    `target`, a format whose ELECTRA has the original's post-LN blocks only."""
+    if pre_layer_norm:
+        raise ConversionError(
+            f"this model has pre-LayerNorm blocks (model.pre_layer_norm true), and {target}'s "
+            "ELECTRA has post-LayerNorm blocks only: its weights would compute another function "
+            "there. Keep it as an electra_tf run, a SavedModel, a LiteRT file or a .keras file")
+
+
 class WeightLink(NamedTuple):
     """One of our variables and where it lives in a Hugging Face state dict."""
 
@@ -264,6 +274,7 @@ def hf_config(config: ModelConfig, model: str) -> dict:
 
 def hf_tensors(pretrainer) -> dict[str, dict[str, np.ndarray]]:
     """Our weights as HF state dicts with their task-model prefixes, per model."""
+    refuse_pre_layer_norm(pretrainer.model_config.pre_layer_norm, "Hugging Face")
     tensors: dict[str, dict[str, np.ndarray]] = {}
     for link in weight_links(pretrainer):
         tensors.setdefault(link.model, {})[link.key] = link.to_hf(link.variable.numpy())

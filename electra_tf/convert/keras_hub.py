@@ -61,7 +61,8 @@ import numpy as np
 from absl import logging
 
 from electra_tf.config import ModelConfig, ObjectiveConfig
-from electra_tf.convert.hf import ConversionError, _embeddings, _encoder
+from electra_tf.convert.hf import (ConversionError, _embeddings, _encoder,
+                                   refuse_pre_layer_norm)
 from electra_tf.text.tokenization import load_vocabulary
 from electra_tf.models.encoder import plain_encoder
 from electra_tf.models.pretrainer_factory import build_pretrainer
@@ -176,6 +177,7 @@ def to_keras_hub_backbone(encoder, **backbone_kwargs) -> keras_hub.models.Electr
     (see the module docstring); "relu" cannot be represented and is refused.
     `backbone_kwargs` (e.g. `name`, `dtype`) go to the `ElectraBackbone` constructor.
     """
+    refuse_pre_layer_norm(getattr(encoder, "pre_layer_norm", False), "keras-hub")
     if encoder.activation not in ("gelu", "gelu_approximate"):
         raise ConversionError(f"keras-hub's ElectraBackbone always uses the tanh GELU; "
                               f"{encoder.name} uses {encoder.activation!r}")

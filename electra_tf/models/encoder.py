@@ -46,6 +46,9 @@ class ElectraEncoder(keras.layers.Layer):
       activation: "gelu" (exact erf), "gelu_approximate" (tanh) or "relu".
       layer_norm_epsilon: the blocks' LayerNorm epsilon.
       initializer_range: stddev of the truncated-normal kernels.
+      pre_layer_norm: pre-LN blocks (keras-hub's `normalize_first`: LayerNorm before each
+        sublayer) and a LayerNorm after the last block, one chain in inference; False, the
+        original's post-LN blocks.
       **kwargs: `keras.layers.Layer` arguments (`name`, `dtype`, ...).
 
     Example:
@@ -63,7 +66,8 @@ class ElectraEncoder(keras.layers.Layer):
 
     def __init__(self, embeddings, hidden_size, num_layers, num_heads, intermediate_size,
                  hidden_dropout=0.1, attention_dropout=0.1, activation="gelu",
-                 layer_norm_epsilon=1e-12, initializer_range=0.02, **kwargs):
+                 layer_norm_epsilon=1e-12, initializer_range=0.02, pre_layer_norm=False,
+                 **kwargs):
         super().__init__(**kwargs)
         self.embeddings = embeddings
         self.hidden_size = hidden_size
@@ -75,6 +79,7 @@ class ElectraEncoder(keras.layers.Layer):
         self.activation = activation
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+        self.pre_layer_norm = pre_layer_norm
         self.inference_chains = 2
         self.embeddings_project = None
         if embeddings.embedding_size != hidden_size:
@@ -85,11 +90,15 @@ class ElectraEncoder(keras.layers.Layer):
             TransformerLayer(
                 intermediate_size, num_heads, dropout=hidden_dropout,
                 attention_dropout=attention_dropout, activation=get_activation(activation),
-                layer_norm_epsilon=layer_norm_epsilon,
+                layer_norm_epsilon=layer_norm_epsilon, normalize_first=pre_layer_norm,
                 kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
                 dtype=self.dtype_policy, name=f"layer_{i}")
             for i in range(num_layers)
         ]
+        # Pre-LN blocks leave their residual stream unnormalized: one LayerNorm after the last.
+        self.final_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=self.dtype_policy,
+            name="final_layer_norm") if pre_layer_norm else None
 
     @classmethod
     def from_model_config(cls, config, embeddings, **kwargs):
@@ -98,7 +107,8 @@ class ElectraEncoder(keras.layers.Layer):
                    num_heads=config.num_heads, intermediate_size=config.intermediate_size,
                    hidden_dropout=config.hidden_dropout, attention_dropout=config.attention_dropout,
                    activation=config.activation, layer_norm_epsilon=config.layer_norm_epsilon,
-                   initializer_range=config.initializer_range, **kwargs)
+                   initializer_range=config.initializer_range,
+                   pre_layer_norm=config.pre_layer_norm, **kwargs)
 
     def build(self, input_shape=None):
         if not self.embeddings.built:
@@ -107,12 +117,19 @@ class ElectraEncoder(keras.layers.Layer):
             self.embeddings_project.build((None, None, self.embeddings.embedding_size))
         for layer in self.transformer_layers:
             layer.build((None, None, self.hidden_size))
+        if self.final_layer_norm is not None:
+            self.final_layer_norm.build((None, None, self.hidden_size))
         self.built = True
 
     def call(self, input_ids, input_mask, segment_ids, training=None, output_rows=None):
         x = self.embeddings(input_ids, segment_ids, training=training)
         if self.embeddings_project is not None:
             x = self.embeddings_project(x)
+        if self.pre_layer_norm:  # keras-hub's pre-LN blocks, one chain
+            for layer in self.transformer_layers:
+                x = layer(x, padding_mask=input_mask, training=training)
+            x = self.final_layer_norm(x)
+            return x if not output_rows else x[:, :output_rows]
         layers = list(self.transformer_layers)
         last = layers.pop() if output_rows and layers else None
         if not training and self.inference_chains == 2:
@@ -170,7 +187,8 @@ class ElectraEncoder(keras.layers.Layer):
         config["embeddings"] = keras.layers.serialize(self.embeddings)
         config.update({name: getattr(self, name) for name in (
             "hidden_size", "num_layers", "num_heads", "intermediate_size", "hidden_dropout",
-            "attention_dropout", "activation", "layer_norm_epsilon", "initializer_range")})
+            "attention_dropout", "activation", "layer_norm_epsilon", "initializer_range",
+            "pre_layer_norm")})
         return config
 
     @classmethod
