@@ -360,10 +360,16 @@ class FinetuneRunConfig:
     # Without num_train_epochs: at least this many steps, small training sets getting more than
     # the task's epochs (0: the task's epochs as they are).
     min_train_steps: int = 0
+    # The top k transformer blocks start from a fresh initialisation instead of the pretrained
+    # weights (Zhang et al. 2021: steadier few-label fine-tuning); 0, the original's, keeps all.
+    reinit_top_layers: int = 0
 
     def validate(self) -> None:
         if self.min_train_steps < 0:
             raise ConfigError(f"finetune.min_train_steps must be >= 0, got {self.min_train_steps}")
+        if self.reinit_top_layers < 0:
+            raise ConfigError(f"finetune.reinit_top_layers must be >= 0, got "
+                              f"{self.reinit_top_layers}")
         require_positive(self, "finetune", (
             "max_seq_length", "train_batch_size", "gradient_accumulation_steps",
             "eval_batch_size", "log_every_steps", "save_checkpoints_steps", "keep_checkpoint_max"))

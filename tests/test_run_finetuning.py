@@ -114,6 +114,28 @@ def test_glue_rte_with_cpu_chains(init_dir, tmp_path):
 
 
 @pytest.mark.slow
+def test_top_layer_reinitialisation_is_an_override_and_too_many_layers_is_one_error_line(
+        init_dir, tmp_path):
+    data = write_rte(tmp_path / "glue" / "RTE")
+    args = ["--task", "glue/rte", "--data_dir", str(tmp_path / "glue"), "--init_checkpoint",
+            init_dir, "--noexport", *SMALL_RUN]
+    result = finetune_main(*args, "--model_dir", str(tmp_path / "one"), "--override",
+                           "finetune.reinit_top_layers=1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "the top 1 transformer blocks start from a fresh initialisation" in result.stderr
+    too_many = finetune_main(*args, "--model_dir", str(tmp_path / "three"), "--override",
+                             "finetune.reinit_top_layers=3")
+    assert too_many.returncode == 1 and "Traceback" not in too_many.stderr
+    assert too_many.stderr.strip().splitlines()[-1] == (
+        "error: finetune.reinit_top_layers: cannot re-initialise the top 3 blocks of an encoder "
+        "of 2")
+    negative = finetune_main(*args, "--model_dir", str(tmp_path / "negative"), "--override",
+                             "finetune.reinit_top_layers=-1")
+    assert negative.returncode == 1
+    assert "finetune.reinit_top_layers must be >= 0, got -1" in negative.stderr
+
+
+@pytest.mark.slow
 def test_several_tasks_run_one_after_the_other(init_dir, tmp_path):
     write_rte(tmp_path / "glue" / "RTE")
     write_rte(tmp_path / "glue" / "WNLI", labels=("0", "1"))

@@ -162,6 +162,13 @@ def run_trial(job: TaskJob, config: FinetuneConfig, trial_dir: str, seed: int, *
         if source is not None:
             restore_encoder(model.encoder, source)
             logging.info("encoder initialised from %s", source.checkpoint)
+        if run.reinit_top_layers:
+            try:
+                model.encoder.reinitialize_top_layers(run.reinit_top_layers)
+            except ValueError as e:
+                raise FinetuneError(f"finetune.reinit_top_layers: {e}") from None
+            logging.info("the top %d transformer blocks start from a fresh initialisation",
+                         run.reinit_top_layers)
 
     log_dir = run_directory.tensorboard_dir(trial_dir)
 

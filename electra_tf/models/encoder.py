@@ -173,6 +173,19 @@ class ElectraEncoder(keras.layers.Layer):
             outputs.append(rows)
         return tf.concat(outputs, axis=0)
 
+    def reinitialize_top_layers(self, count: int) -> None:
+        """Gives the top `count` transformer blocks fresh weights, drawn as a new encoder's
+        (truncated-normal kernels, zero biases, LayerNorms at one and zero); the embeddings and
+        the blocks below keep theirs. ValueError when the encoder has fewer blocks."""
+        if not 0 <= count <= self.num_layers:
+            raise ValueError(f"cannot re-initialise the top {count} blocks of an encoder of "
+                             f"{self.num_layers}")
+        for layer in self.transformer_layers[self.num_layers - count:]:
+            fresh = TransformerLayer.from_config(layer.get_config())
+            fresh.build((None, None, self.hidden_size))
+            for weight, new in zip(layer.weights, fresh.weights):
+                weight.assign(new)
+
     def embed(self, input_ids, input_mask, segment_ids):
         """Features for embedding use (inference, no dropout): float32 `sequence_output`
         [batch, seq, hidden] and `pooled_output` [batch, hidden], the final [CLS] vector (what

@@ -868,3 +868,33 @@ def test_discriminator_head_config_round_trip():
     clone.build()
     clone.set_weights(head.get_weights())
     np.testing.assert_allclose(clone(x).numpy(), expected.numpy(), atol=1e-6)
+
+
+def test_reinitialize_top_layers_gives_the_top_blocks_fresh_weights_and_keeps_the_rest():
+    from electra_tf.config import ModelConfig
+    from electra_tf.models.encoder import make_embeddings
+
+    keras.utils.set_random_seed(0)
+    config = ModelConfig(vocab_size=50, embedding_size=16, hidden_size=32, num_layers=3,
+                         num_heads=2, intermediate_size=64, max_position_embeddings=32,
+                         initializer_range=0.5)
+    encoder = ElectraEncoder.from_model_config(config, make_embeddings(config))
+    encoder.build()
+    for weight in encoder.weights:  # "pretrained": every weight away from any initial value
+        weight.assign(weight + 3.0)
+    before = {weight.path: weight.numpy() for weight in encoder.weights}
+    encoder.reinitialize_top_layers(1)
+    fresh = {w.path for w in encoder.weights if "/layer_2/" in w.path}
+    assert len(fresh) == len(encoder.transformer_layers[2].weights) > 0
+    for weight in encoder.weights:
+        value = weight.numpy()
+        if weight.path not in fresh:
+            np.testing.assert_array_equal(value, before[weight.path], err_msg=weight.path)
+        elif weight.path.endswith("gamma"):
+            np.testing.assert_array_equal(value, 1.0, err_msg=weight.path)
+        elif weight.path.endswith(("beta", "bias")):
+            np.testing.assert_array_equal(value, 0.0, err_msg=weight.path)
+        else:  # truncated normal, stddev 0.5 before truncation at 2 sigma (0.44 after)
+            assert abs(value.mean()) < 0.1 and 0.35 < value.std() < 0.5, weight.path
+    with pytest.raises(ValueError, match="top 4 blocks of an encoder of 3"):
+        encoder.reinitialize_top_layers(4)
