@@ -6,7 +6,6 @@ errors use the in-process BundleBasedDirectRunner, which retries a failed bundle
 runner does (the multi-process DirectRunner fails the pipeline instead).
 """
 
-import importlib.util
 import os
 import sys
 
@@ -16,14 +15,19 @@ from electra_tf.pretraining_data import beam_pipeline
 from electra_tf.pretraining_data import builder
 from electra_tf.pretraining_data import pretraining_records as records
 from tests.pretraining_data.test_builder import MAX_LEN, write_fixture_corpus
+from tests.conftest import require
 from tests.test_build_commands import run_main
 
 BUILD = "electra_tf.build_pretraining_dataset"
 IN_PROCESS = ["--runner=BundleBasedDirectRunner"]
-needs_beam = pytest.mark.skipif(importlib.util.find_spec("apache_beam") is None,
-                                reason="apache_beam is not installed (electra_tf[beam])")
 # 1 KiB units and 64 shards: 4 shard groups of 16 shards from about 30 units.
 SETTINGS = dict(max_seq_length=MAX_LEN, seed=0, num_shards=64, block_bytes=1024)
+
+
+@pytest.fixture(scope="module")
+def needs_beam():
+    """apache_beam (electra_tf[beam]): skipped locally without it, a failure under CI."""
+    require("apache_beam")
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +55,7 @@ def local_build(corpus):
 
 
 @pytest.fixture(scope="module")
-def beam_build(corpus):
+def beam_build(needs_beam, corpus):
     out = corpus["root"] / "beam"
     summary = beam_pipeline.build_with_beam(output_dir=str(out), num_processes=2,
                                             **inputs(corpus))
@@ -59,7 +63,7 @@ def beam_build(corpus):
 
 
 @pytest.mark.slow
-@needs_beam
+@pytest.mark.usefixtures("needs_beam")
 def test_beam_build_writes_the_local_builds_bytes(local_build, beam_build):
     out, summary = beam_build
     assert len(local_build) == 65 and records.METADATA_FILE in local_build
@@ -73,7 +77,7 @@ def test_beam_build_writes_the_local_builds_bytes(local_build, beam_build):
 
 
 @pytest.mark.slow
-@needs_beam
+@pytest.mark.usefixtures("needs_beam")
 def test_finished_build_is_not_overwritten_without_the_flag(corpus, beam_build):
     out, _ = beam_build
     before = files_of(out)
@@ -84,7 +88,7 @@ def test_finished_build_is_not_overwritten_without_the_flag(corpus, beam_build):
 
 
 @pytest.mark.slow
-@needs_beam
+@pytest.mark.usefixtures("needs_beam")
 def test_a_retried_group_leaves_complete_shards_and_no_duplicate(corpus, local_build, tmp_path,
                                                                 monkeypatch):
     out = tmp_path / "retried"
@@ -122,7 +126,7 @@ def test_missing_apache_beam_is_one_error_line(corpus, tmp_path, monkeypatch):
     assert not (tmp_path / "out").exists()
 
 
-@needs_beam
+@pytest.mark.usefixtures("needs_beam")
 def test_given_pipeline_flags_override_the_direct_runner_defaults():
     from apache_beam.options.pipeline_options import (DirectOptions, PipelineOptions,
                                                       StandardOptions)
@@ -144,7 +148,7 @@ def test_beam_options_without_the_beam_runner_are_refused(corpus, tmp_path):
 
 
 @pytest.mark.slow
-@needs_beam
+@pytest.mark.usefixtures("needs_beam")
 def test_bad_inputs_give_the_local_builders_error_line(corpus, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
