@@ -250,6 +250,11 @@ class RunConfig:
     steps_per_execution: int = 1
     eval_every_steps: int = 0  # with --eval_data: held-out metrics every N steps (0: at the end)
     eval_batches: int = 8  # held-out micro-batches (train_batch_size / accumulation) per evaluation
+    # A batch that grows (pretraining_data/batch_growth.py): from initial_train_batch_size at the
+    # first update to train_batch_size at update batch_growth_steps, one micro-batch at a time
+    # (0 and 0: the batch is train_batch_size throughout)
+    initial_train_batch_size: int = 0
+    batch_growth_steps: int = 0
 
     def validate(self) -> None:
         require_positive(self, "run", (
@@ -257,8 +262,25 @@ class RunConfig:
             "shuffle_buffer", "save_checkpoints_steps", "keep_checkpoint_max",
             "log_every_steps", "steps_per_execution", "eval_batches"))
         check_accumulation(self.train_batch_size, self.gradient_accumulation_steps, "run")
+        self._check_batch_growth()
         if self.eval_every_steps < 0:
             raise ConfigError(f"run.eval_every_steps must be >= 0, got {self.eval_every_steps}")
+
+    def _check_batch_growth(self) -> None:
+        initial, steps = self.initial_train_batch_size, self.batch_growth_steps
+        if not initial and not steps:
+            return
+        if initial < 1 or steps < 1:
+            raise ConfigError(
+                "run.initial_train_batch_size and run.batch_growth_steps set a growing batch "
+                f"together, both positive: got {initial} and {steps}")
+        micro = self.train_batch_size // self.gradient_accumulation_steps
+        if initial % micro or initial >= self.train_batch_size:
+            raise ConfigError(
+                f"run.initial_train_batch_size {initial} must be a multiple of the micro-batch "
+                f"({micro}: run.train_batch_size {self.train_batch_size} / "
+                f"run.gradient_accumulation_steps {self.gradient_accumulation_steps}) below "
+                f"run.train_batch_size: the batch grows one micro-batch at a time")
 
 
 def check_accumulation(batch_size: int, accumulation_steps: int, prefix: str,
@@ -324,7 +346,12 @@ class ElectraConfig:
     run: RunConfig = dataclasses.field(default_factory=RunConfig)
 
     def validate(self) -> "ElectraConfig":
-        return validate_sections(self, "run")
+        validate_sections(self, "run")
+        if self.run.batch_growth_steps > self.optimizer.train_steps:
+            raise ConfigError(f"run.batch_growth_steps {self.run.batch_growth_steps} is beyond "
+                              f"optimizer.train_steps {self.optimizer.train_steps}: the batch "
+                              "would still be growing when the run ends")
+        return self
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

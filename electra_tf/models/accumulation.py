@@ -29,7 +29,7 @@ def split_micro_batches(batch, num_micro_batches: int, parts: str = "micro-batch
     def split(value):
         value = tf.convert_to_tensor(value)
         rows = value.shape[0]
-        if rows is not None and rows % num_micro_batches:
+        if rows is not None and isinstance(num_micro_batches, int) and rows % num_micro_batches:
             raise ValueError(f"{num_micro_batches} {parts} need a per-replica batch (or "
                              f"micro-batch) that {num_micro_batches} divides; got {rows} rows")
         return tf.reshape(value, tf.concat([[num_micro_batches, -1], tf.shape(value)[1:]], 0))
@@ -39,11 +39,12 @@ def split_micro_batches(batch, num_micro_batches: int, parts: str = "micro-batch
 def accumulated_gradients(loss_fn, batch, num_micro_batches: int, variables, chains: int = 1):
     """(gradients, sums): the gradients of `loss_fn`'s loss with respect to `variables` and
     its other outputs (a nest of scalars), each summed over the k micro-batches of `batch`,
-    each micro-batch run as `chains` slices side by side.
+    each micro-batch run as `chains` slices side by side. k is an int, or a scalar tensor
+    when it varies from batch to batch (a growing batch).
 
     `loss_fn(micro_batch) -> (loss, nest of scalars)`. A variable without a gradient on the
     first micro-batch gets None, as `tape.gradient` gives it."""
-    if num_micro_batches == 1:
+    if isinstance(num_micro_batches, int) and num_micro_batches == 1:
         with tf.GradientTape() as tape:
             loss, sums = _chained(loss_fn, batch, chains)
         return tape.gradient(loss, variables), sums

@@ -338,8 +338,9 @@ class ElectraPretrainer(ReplicatedModel):
 
     def train_step(self, data):
         """One optimizer update from this replica's batch, in `gradient_accumulation_steps`
-        micro-batches (`accumulation.py`): the sampling noise and the loss denominators are
-        the whole batch's, so k micro-batches update exactly as the batch at once."""
+        micro-batches (rows / `micro_batch_rows` of them for a growing batch; `accumulation.py`):
+        the sampling noise and the loss denominators are the whole batch's, so k micro-batches
+        update exactly as the batch at once."""
         batch, _, _ = keras.utils.unpack_x_y_sample_weight(data)
         step = self.optimizer.iterations
         if self.objective.electra_objective:
@@ -355,9 +356,9 @@ class ElectraPretrainer(ReplicatedModel):
             return self.optimizer.scale_loss(losses["loss_share"]), sums
 
         variables = self.trainable_variables
-        gradients, sums = accumulated_gradients(micro_batch_loss, batch,
-                                                self.gradient_accumulation_steps, variables,
-                                                self.parallel_chains)
+        micro_batches = self.micro_batches_of(tf.shape(batch["input_ids"])[0])
+        gradients, sums = accumulated_gradients(micro_batch_loss, batch, micro_batches,
+                                                variables, self.parallel_chains)
         self.optimizer.apply(gradients, variables)
         return self._finish_step(by_name, self.global_losses(batch, sums, denominators))
 

@@ -20,13 +20,24 @@ class ReplicatedModel(keras.Model):
     the update of the whole batch; set it before `fit` (`run.gradient_accumulation_steps`,
     `finetune.gradient_accumulation_steps`).
 
+    `micro_batch_rows` (m, default None): when set, k is not fixed but read from each batch,
+    rows / m (a batch that grows during pretraining, `pretraining_data/batch_growth.py`).
+
     `parallel_chains` (c, default 1): each micro-batch runs as c slices, independent chains of
     ops side by side in one step (`accumulation.py`), the same update; on a CPU, with
     TensorFlow's intra-op threads set to cores / c before it starts (`--cpu_chains`,
     `electra_tf.training.distribution.use_cpu_chains`), a faster one. Set it before `fit`."""
 
     gradient_accumulation_steps = 1
+    micro_batch_rows = None
     parallel_chains = 1
+
+    def micro_batches_of(self, batch_rows):
+        """k for a batch of `batch_rows` rows (a scalar tensor): the fixed
+        `gradient_accumulation_steps`, or rows / `micro_batch_rows` when that is set."""
+        if self.micro_batch_rows is None:
+            return self.gradient_accumulation_steps
+        return batch_rows // self.micro_batch_rows
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         # Keras pulls a batch and averages it across replicas to trace a build, which fails on

@@ -18,6 +18,7 @@ import os
 import tensorflow as tf
 
 from electra_tf.pretraining_data import pretraining_records as records
+from electra_tf.pretraining_data.batch_growth import BatchGrowth, group_micro_batches
 from electra_tf.pretraining_data.masking import mask_tokens, max_predictions_per_seq
 from electra_tf.errors import UserError
 
@@ -167,18 +168,28 @@ def make_held_out_dataset(files: list[str], batch_size: int, max_seq_length: int
 
 def make_distributed_dataset(strategy, files, global_batch_size, max_seq_length, objective, *,
                              seed=0, skip_global_batches=0, shuffle_buffer=1000,
-                             is_continuation=None):
-    """One pipeline per input pipeline (host) via `distribute_datasets_from_function`."""
+                             is_continuation=None, growth: BatchGrowth | None = None):
+    """One pipeline per input pipeline (host) via `distribute_datasets_from_function`.
+
+    With `growth` (a growing batch; `global_batch_size` is then its micro-batch) each update's
+    batch is k(u) micro-batches (`batch_growth.group_micro_batches`), and
+    `skip_global_batches` counts updates."""
     if global_batch_size % strategy.num_replicas_in_sync:
         raise DataError(f"global batch {global_batch_size} is not divisible by "
                         f"{strategy.num_replicas_in_sync} replicas")
+    skip = (growth.micro_batches_before(skip_global_batches) if growth is not None
+            else skip_global_batches)
 
     def dataset_fn(context):
         per_replica = context.get_per_replica_batch_size(global_batch_size)
         replicas_per_pipeline = strategy.num_replicas_in_sync // context.num_input_pipelines
-        return make_dataset(files, per_replica, max_seq_length, objective, seed=seed,
-                            skip_batches=skip_global_batches * replicas_per_pipeline,
-                            shuffle_buffer=shuffle_buffer, input_context=context,
-                            is_continuation=is_continuation)
+        dataset = make_dataset(files, per_replica, max_seq_length, objective, seed=seed,
+                               skip_batches=skip * replicas_per_pipeline,
+                               shuffle_buffer=shuffle_buffer, input_context=context,
+                               is_continuation=is_continuation)
+        if growth is None:
+            return dataset
+        return group_micro_batches(dataset, growth, skip_global_batches,
+                                   replicas_per_pipeline).prefetch(tf.data.AUTOTUNE)
 
     return strategy.distribute_datasets_from_function(dataset_fn)

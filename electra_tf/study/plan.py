@@ -12,6 +12,7 @@ import os
 import random
 
 from electra_tf.errors import UserError
+from electra_tf.pretraining_data.batch_growth import BatchGrowth
 
 ALL = "all"  # the label count meaning "the whole training set"
 OBJECTIVES = ("electra", "mlm")
@@ -102,11 +103,17 @@ class PretrainingPlan:
     save_every: int  # run.save_checkpoints_steps
     keep: int  # run.keep_checkpoint_max: every encoder step survives (plus one spare save)
     encoder_steps: tuple[int, ...]
-    step_flops: float
+    step_flops: float  # at the full batch
     schedule_steps: int  # optimizer.train_steps: train_steps or more
+    growth: BatchGrowth | None = None  # a batch that grows (run.batch_growth_steps)
 
     def flops(self, step: int) -> float:
-        return step * self.step_flops
+        """The FLOPs of steps 0 .. step - 1 (fewer than step x step_flops while the batch
+        grows)."""
+        if self.growth is None:
+            return step * self.step_flops
+        full_batch = self.growth.final * self.growth.micro_batch
+        return self.growth.sequences_before(step) / full_batch * self.step_flops
 
 
 def parse_schedule_steps(value, checkpoints: tuple[int, ...]) -> int:
@@ -126,19 +133,22 @@ def parse_schedule_steps(value, checkpoints: tuple[int, ...]) -> int:
 
 
 def electra_plan(checkpoints: tuple[int, ...], step_flops: float,
-                 schedule_steps: int | None = None) -> PretrainingPlan:
+                 schedule_steps: int | None = None,
+                 growth: BatchGrowth | None = None) -> PretrainingPlan:
     first, last = checkpoints[0], checkpoints[-1]
     return PretrainingPlan("electra", last, first, last // first + 1, checkpoints, step_flops,
-                           schedule_steps or last)
+                           schedule_steps or last, growth)
 
 
 def mlm_plan(checkpoints: tuple[int, ...], electra_step_flops: float,
-             mlm_step_flops: float, schedule_steps: int | None = None) -> PretrainingPlan:
+             mlm_step_flops: float, schedule_steps: int | None = None,
+             growth: BatchGrowth | None = None) -> PretrainingPlan:
     """The MLM baseline at ELECTRA's FLOPs: total round(last * ratio) steps, saves every
     round(first * ratio), so its encoders sit at the same fractions of its run as ELECTRA's
     (ratio = ELECTRA's step FLOPs / the MLM's); its schedule spans round(schedule_steps *
-    ratio) steps. Each encoder's FLOPs are its exact steps x step FLOPs; the last matches
-    ELECTRA's last to within half an MLM step."""
+    ratio) steps, and a growing batch (ELECTRA's `growth`) grows over round(growth.steps *
+    ratio) steps. Each encoder's FLOPs are its exact steps x step FLOPs (summed over the
+    growing batches); the last matches ELECTRA's last to within about an MLM step."""
     ratio = electra_step_flops / mlm_step_flops
     first, last = checkpoints[0], checkpoints[-1]
     schedule = max(1, round((schedule_steps or last) * ratio))
@@ -150,7 +160,10 @@ def mlm_plan(checkpoints: tuple[int, ...], electra_step_flops: float,
                          f"{ratio:.3f} MLM steps per ELECTRA step) are not increasing: space "
                          "--checkpoints further apart")
     keep = total // every + (1 if total % every else 0) + 1
-    return PretrainingPlan("mlm", total, every, keep, steps, mlm_step_flops, max(schedule, total))
+    if growth is not None:
+        growth = dataclasses.replace(growth, steps=max(1, round(growth.steps * ratio)))
+    return PretrainingPlan("mlm", total, every, keep, steps, mlm_step_flops, max(schedule, total),
+                           growth)
 
 
 # ---------------------------------------------------------------------------------------------

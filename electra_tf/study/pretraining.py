@@ -5,7 +5,7 @@ ELECTRA runs `checkpoints[-1]` steps into output_dir/pretrain/electra, saving ev
 false`: the same encoder trained as a masked LM, saved under the `generator` scope) runs the
 same FLOPs into output_dir/pretrain/mlm, with checkpoints at the same fractions of its run
 (`plan.mlm_plan`). FLOPs per step: `electra_tf.training.flops.pretraining_step_flops` (matmuls,
-forward and backward; ELECTRA's generator included).
+forward and backward; ELECTRA's generator included), counted per sequence while a batch grows.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from absl import logging
 
 from electra_tf import run_directory
 from electra_tf.pretraining_data import pipeline
+from electra_tf.pretraining_data.batch_growth import BatchGrowth
 from electra_tf.pretraining_data.masking import max_predictions_per_seq
 from electra_tf.study import plan
 from electra_tf.study.data import StudyData
@@ -56,15 +57,16 @@ def plan_runs(config_name: str, user_overrides, data: StudyData, checkpoints: tu
     """The runs of `objectives`, the MLM's at the FLOPs of ELECTRA's `checkpoints`, their
     learning rates scheduled over `schedule_steps` ELECTRA steps (None: the last checkpoint).
     Checked before anything trains: a bad override fails here."""
-    electra_flops = step_flops(_resolved_config(config_name, _overrides("electra", user_overrides),
-                                                data))
+    electra_config = _resolved_config(config_name, _overrides("electra", user_overrides), data)
+    electra_flops = step_flops(electra_config)
+    growth = BatchGrowth.from_run(electra_config.run)
     runs = []
     if "electra" in objectives:
-        runs.append(plan.electra_plan(checkpoints, electra_flops, schedule_steps))
+        runs.append(plan.electra_plan(checkpoints, electra_flops, schedule_steps, growth))
     if "mlm" in objectives:
         mlm_flops = step_flops(_resolved_config(config_name, _overrides("mlm", user_overrides),
                                                 data))
-        runs.append(plan.mlm_plan(checkpoints, electra_flops, mlm_flops, schedule_steps))
+        runs.append(plan.mlm_plan(checkpoints, electra_flops, mlm_flops, schedule_steps, growth))
     return runs
 
 
@@ -97,6 +99,8 @@ def pretrain_all(runs: list[plan.PretrainingPlan], config_name: str, user_overri
             overrides = _overrides(run.objective, user_overrides) + [
                 f"run.save_checkpoints_steps={run.save_every}",
                 f"run.keep_checkpoint_max={run.keep}"]
+            if run.growth is not None:  # the MLM's batch grows over the same share of its run
+                overrides.append(f"run.batch_growth_steps={run.growth.steps}")
             result = pretrain(config=config_name, data=data.records,
                               eval_data=data.heldout_records, vocab_file=data.vocab_file,
                               model_dir=run_dir, train_steps=run.schedule_steps,

@@ -7,6 +7,7 @@ import math
 import os
 import signal
 import time
+from typing import Callable
 
 import keras
 import numpy as np
@@ -139,9 +140,12 @@ class ProgressLogger(keras.callbacks.Callback):
 
     The ETA is the time per step since the first step ended (that step also traces and
     compiles the train function, often longer than dozens of steps), times the steps left.
+    `global_batch_size`: the sequences of a step, or for a batch that grows, the function
+    step -> the sequences trained on before it (`BatchGrowth.sequences_before`).
     """
 
-    def __init__(self, total_steps: int, initial_step: int, every: int, global_batch_size: int,
+    def __init__(self, total_steps: int, initial_step: int, every: int,
+                 global_batch_size: int | Callable[[int], int],
                  log_dir: str | None = None, metric_names: tuple[str, ...] | None = None):
         super().__init__()
         self.metric_names = metric_names  # None: the pretraining line (losses, accuracies, AUC)
@@ -152,6 +156,13 @@ class ProgressLogger(keras.callbacks.Callback):
         self.global_batch_size = global_batch_size
         self.writer = tf.summary.create_file_writer(log_dir) if log_dir else None
         self.last_values = {}
+
+    def _sequences(self, steps: int) -> int:
+        """The sequences of the `steps` steps up to self.step."""
+        if callable(self.global_batch_size):
+            return (self.global_batch_size(self.step)
+                    - self.global_batch_size(self.step - steps))
+        return steps * self.global_batch_size
 
     def on_train_begin(self, logs=None):
         self._start = self._last = time.perf_counter()
@@ -168,7 +179,7 @@ class ProgressLogger(keras.callbacks.Callback):
         values = {k: _scalar(v) for k, v in (logs or {}).items()}
         values["learning_rate"] = _scalar(self.model.optimizer.learning_rate)
         steps = self.step - self._last_step
-        values["sequences_per_second"] = steps * self.global_batch_size / max(now - self._last, 1e-9)
+        values["sequences_per_second"] = self._sequences(steps) / max(now - self._last, 1e-9)
         eta = int(self._seconds_per_step(now) * (self.total_steps - self.step))
         names = self.metric_names
         if names is None:  # the pretraining line: what this objective reports, in a fixed order

@@ -28,6 +28,7 @@ from absl import logging
 from electra_tf import run_directory, run_lock
 from electra_tf.config import ElectraConfig, ObjectiveConfig, check_accumulation, load_config
 from electra_tf.pretraining_data import pipeline, run_vocabulary, word_masking
+from electra_tf.pretraining_data.batch_growth import BatchGrowth
 from electra_tf.pretraining_data import builder as pretraining_data, corpus
 from electra_tf.text import vocab_learning
 from electra_tf.errors import RunError
@@ -360,17 +361,23 @@ def _train(stage: _Stage, job: PretrainJob, strategy, init_checkpoint, export, p
             os.path.join(run_directory.tensorboard_dir(write_dir), "heldout"))
         return [evaluation]
 
+    growth = BatchGrowth.from_run(config.run)
+
     def training_data(start):
         return pipeline.make_distributed_dataset(
-            strategy, files, config.run.train_batch_size, config.run.max_seq_length,
-            config.objective, seed=config.objective.seed, skip_global_batches=start,
-            shuffle_buffer=config.run.shuffle_buffer, is_continuation=is_continuation)
+            strategy, files, growth.micro_batch if growth else config.run.train_batch_size,
+            config.run.max_seq_length, config.objective, seed=config.objective.seed,
+            skip_global_batches=start, shuffle_buffer=config.run.shuffle_buffer,
+            is_continuation=is_continuation, growth=growth)
 
     def describe(start):
         accumulation = config.run.gradient_accumulation_steps
         micro = (f" ({accumulation} micro-batches of "
                  f"{config.run.train_batch_size // accumulation} per update)"
                  if accumulation > 1 else "")
+        if growth is not None:
+            micro += (f", growing from {config.run.initial_train_batch_size} (now "
+                      f"{growth.batch_at(start)}) to step {growth.steps}")
         chains = ReplicatedModel.parallel_chains  # distribution.use_cpu_chains
         micro += f", {chains} chains side by side" if chains > 1 else ""
         return (f"training {config_name}{f' {stage.label}' if stage.label else ''} "
@@ -383,6 +390,8 @@ def _train(stage: _Stage, job: PretrainJob, strategy, init_checkpoint, export, p
     def build_model():
         model = build_pretrainer(config.model, config.objective)
         model.gradient_accumulation_steps = config.run.gradient_accumulation_steps
+        if growth is not None:
+            model.micro_batch_rows = growth.micro_batch // strategy.num_replicas_in_sync
         return model
 
     try:
@@ -395,7 +404,7 @@ def _train(stage: _Stage, job: PretrainJob, strategy, init_checkpoint, export, p
             keep_checkpoint_max=config.run.keep_checkpoint_max, total_steps=total,
             save_checkpoints_steps=config.run.save_checkpoints_steps,
             log_every_steps=config.run.log_every_steps,
-            global_batch_size=config.run.train_batch_size,
+            global_batch_size=growth.sequences_before if growth else config.run.train_batch_size,
             tensorboard_dir=run_directory.tensorboard_dir(write_dir), preemption=preemption,
             make_dataset=training_data, describe=describe, initialize=initialize,
             on_restored=write_config,

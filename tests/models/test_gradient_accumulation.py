@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from electra_tf.models import build_pretrainer
 from electra_tf.models.accumulation import accumulated_gradients, split_micro_batches
+from electra_tf.models import pretrainer as pretrainer_module
 from electra_tf.models.pretrainer import NOISE_KEY
 from electra_tf.training.optimizer import create_optimizer
 from tests.models.helpers import (fast_optimizer_config, masked_batch, objective, random_ids,
@@ -295,3 +296,32 @@ def test_fine_tuning_accumulates_as_the_whole_batch(kind, accumulation, chains):
     accumulated = _task_model(kind, whole.get_weights(), accumulation=accumulation,
                               chains=chains)
     _assert_trains_alike(whole, accumulated, lambda: _task_batches(kind))
+
+
+def test_a_growing_batch_updates_as_each_batch_at_once(monkeypatch):
+    """`micro_batch_rows` 8: batches of 8, 16 and 32 rows (a growing batch) run as 1, 2 and 4
+    micro-batches, read from each batch's rows, and make the updates of each batch at once."""
+    lengths = {8: [5, 23], 16: [5, 9, 15, 23], 32: [5, 9, 15, 23]}
+    batches = [masked_batch(*random_ids(rows, LENGTH, seed=20 + rows,
+                                        lengths=np.repeat(lengths[rows], rows // len(lengths[rows]))),
+                            seed=rows) for rows in (8, 16, 32)]
+
+    def dataset():
+        pieces = [tf.data.Dataset.from_tensors(batch) for batch in batches]
+        return pieces[0].concatenate(pieces[1]).concatenate(pieces[2])
+
+    counts = []  # the micro-batch count each traced train step is given
+
+    def recording(loss_fn, batch, num_micro_batches, *args):
+        counts.append(num_micro_batches)
+        return accumulated_gradients(loss_fn, batch, num_micro_batches, *args)
+    monkeypatch.setattr(pretrainer_module, "accumulated_gradients", recording)
+
+    keras.utils.set_random_seed(0)
+    whole = _pretrainer(OBJECTIVES["electra"])
+    growing = _pretrainer(OBJECTIVES["electra"], whole.get_weights())
+    growing.micro_batch_rows = 8
+    _assert_trains_alike(whole, growing, dataset)
+    # the whole batch at once: 1; the growing batch: rows / 8, a tensor read from each batch
+    assert len(counts) >= 2 and counts[0] == 1 and all(tf.is_tensor(count) for count in counts[1:])
+    assert int(growing.micro_batches_of(tf.constant(24))) == 3

@@ -422,3 +422,22 @@ def test_gap_trends_fit_the_gap_to_random_init_in_log_flops():
     assert ahead["crossing_flops"] is None and "ahead at the largest budget" in _format_trend(ahead)
     del summary["encoders"]["random"]
     assert gap_trends(summary) == []
+
+
+def test_a_growing_batch_counts_its_flops_per_sequence_and_the_mlm_grows_alike():
+    """While the batch grows, a step costs its batch's share of the full batch's FLOPs; the
+    MLM's batch grows over the same share of its run, so encoders stay at equal FLOPs."""
+    from electra_tf.pretraining_data.batch_growth import BatchGrowth
+
+    checkpoints = (500, 2000, 8000)
+    electra, mlm = 1.3e9, 1.0e9
+    growth = BatchGrowth(micro_batch=32, initial=1, final=4, steps=1000)  # 32 -> 128
+    electra_run = plan.electra_plan(checkpoints, electra, growth=growth)
+    # the first 1000 steps: 250 each at 1/4, 2/4, 3/4 and 4/4 of the full batch's FLOPs
+    assert electra_run.flops(1000) == pytest.approx(250 * (1 + 2 + 3 + 4) / 4 * electra)
+    assert electra_run.flops(8000) == pytest.approx((625 + 7000) * electra)
+    assert electra_run.flops(500) == pytest.approx(250 * (1 + 2) / 4 * electra)
+    mlm_run = plan.mlm_plan(checkpoints, electra, mlm, growth=growth)
+    assert mlm_run.growth.steps == 1300
+    for step, theirs in zip(checkpoints, mlm_run.encoder_steps):
+        assert mlm_run.flops(theirs) == pytest.approx(electra_run.flops(step), rel=2e-3)
