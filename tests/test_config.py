@@ -83,6 +83,22 @@ def test_cpu_recipes_stay_electra_and_evaluate_held_out(name):
     assert config.optimizer.train_steps % config.run.eval_every_steps == 0
 
 
+def test_the_small_budget_recipe_is_the_study_recipe_with_its_levers_on():
+    """pretrain/efficient: pretrain/study's model and objective but for the levers it
+    names (pre-LN, no dropout, whole words at 25%, a one-cycle schedule to 2e-3)."""
+    study = load_config("pretrain/study").validate()
+    efficient = load_config("pretrain/efficient").validate()
+    assert efficient.model.pre_layer_norm and not study.model.pre_layer_norm
+    assert efficient.model.hidden_dropout == efficient.model.attention_dropout == 0.0
+    assert (efficient.objective.masking, efficient.objective.mask_prob) == ("whole_word", 0.25)
+    assert (efficient.optimizer.schedule, efficient.optimizer.learning_rate) == ("one_cycle", 2e-3)
+    assert efficient.optimizer.clip_norm == 1.0
+    levers = {"pre_layer_norm", "hidden_dropout", "attention_dropout"}
+    assert {k: v for k, v in dataclasses.asdict(efficient.model).items() if k not in levers} == {
+        k: v for k, v in dataclasses.asdict(study.model).items() if k not in levers}
+    assert efficient.objective.temperature == study.objective.temperature
+
+
 def test_mini_is_wider_than_tiny_with_a_quarter_width_generator():
     tiny, mini = load_config("model/tiny").model, load_config("model/mini").model
     assert mini.hidden_size == 2 * tiny.hidden_size and mini.num_layers == tiny.num_layers

@@ -30,10 +30,14 @@ def layer_depth(path: str, num_layers: int) -> int:
 
     `embeddings/...` and `embeddings_project/...` -> 0, `layer_<i>/...` -> i + 1, anything under
     a `task_specific` layer -> num_layers + 2. Any other variable is an error, as in the original.
+    A pre-LayerNorm encoder's `final_layer_norm` (model.pre_layer_norm, which the original does
+    not have) normalizes the last block's output: it gets that block's depth, num_layers.
     """
     parts = path.split("/")
     if "embeddings" in parts or "embeddings_project" in parts:
         return 0
+    if "final_layer_norm" in parts:
+        return num_layers
     for part in parts:
         match = re.fullmatch(r"layer_(\d+)", part)
         if match:

@@ -145,3 +145,23 @@ def test_the_command_refuses_a_pre_layer_norm_run_in_one_line(tmp_path, target, 
     assert result.stderr.strip().splitlines()[-1].startswith(
         f"error: this model has pre-LayerNorm blocks (model.pre_layer_norm true), and {named}'s")
     assert not (tmp_path / "out").exists()
+
+
+def test_layer_wise_decay_gives_the_final_layer_norm_the_top_blocks_rate():
+    """Fine-tuning a pre-LN encoder with layer-wise LR decay (finetune/small sets it): the
+    final LayerNorm, which the original has no depth for, decays as the last block does."""
+    from electra_tf.models.classifier import ElectraClassifier
+    from electra_tf.training.optimizer import layerwise_lr_multipliers
+
+    config = tiny_model_config(pre_layer_norm=True)
+    model = ElectraClassifier(config, num_labels=2)
+    model(masked_batch(IDS, (IDS > 0).astype(np.int32)))
+    paths = [variable.path for variable in model.trainable_variables]
+    final = [path for path in paths if "final_layer_norm" in path]
+    assert final
+    multipliers = layerwise_lr_multipliers(paths, config.num_layers, 0.8)
+    top_block = [rate for path, rate in multipliers.items()
+                 if f"layer_{config.num_layers - 1}/" in path]
+    # the original's off-by-one (kept by default) puts the top block at decay ** 2
+    assert {multipliers[path] for path in final} == set(top_block)
+    assert top_block[0] == pytest.approx(0.8 ** 2)
