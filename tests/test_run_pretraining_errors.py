@@ -478,6 +478,32 @@ def test_accumulation_steps_that_do_not_divide_the_batch(fixture_data, tmp_path)
     assert not model_dir.exists()
 
 
+@pytest.mark.parametrize("overrides, expected", [
+    (["run.initial_train_batch_size=3", "run.batch_growth_steps=10"],
+     "run.initial_train_batch_size 3 must be a multiple of the micro-batch (2: "
+     "run.train_batch_size 8 / run.gradient_accumulation_steps 4)"),
+    (["run.initial_train_batch_size=2", "run.batch_growth_steps=30"],
+     "run.batch_growth_steps 30 is beyond optimizer.train_steps 20"),
+    (["objective.mask_prob=1.5"], "objective.mask_prob must be in (0, 1), got 1.5"),
+    (["objective.mask_prob=-0.1"], "objective.mask_prob must be in (0, 1), got -0.1"),
+    (["optimizer.schedule=one_cycle", "optimizer.warmup_steps=20"],
+     "optimizer.schedule one_cycle peaks at optimizer.warmup_steps, which must be between 0 "
+     "and optimizer.train_steps (20), got 20"),
+])
+def test_small_budget_levers_with_bad_values_are_refused_in_one_line(fixture_data, tmp_path,
+                                                                     overrides, expected):
+    """A growing batch that does not divide into micro-batches (or still grows at the end),
+    a masking rate outside (0, 1), a one-cycle schedule that ends before its peak."""
+    data, vocab = fixture_data
+    model_dir = tmp_path / "model"
+    args = cli_args(data, vocab, model_dir, 20, "--override", "run.gradient_accumulation_steps=4")
+    for override in overrides:
+        args += ["--override", override]
+    error, _ = _run_refused(args)
+    assert expected in error, error
+    assert not model_dir.exists()
+
+
 def test_cpu_chains_that_do_not_divide_the_batch(fixture_data, tmp_path, monkeypatch):
     # As `--cpu_chains 3` leaves it, without changing this process's intra-op threads.
     from electra_tf.models.replicated import ReplicatedModel
