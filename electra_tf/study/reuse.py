@@ -7,7 +7,7 @@ own results.jsonl instead of running them again, when everything that decides th
 the data directory, the fine-tuning settings, and the encoder's sizes (the pretraining recipe
 and its `model.*` overrides, less those that only shape pretraining: the generator's and
 `model.embedding_sharing`, since fine-tuning builds the discriminator alone and a GDES run's is
-a plain ELECTRA). Anything else is refused with the setting that differs.
+a plain ELECTRA, and dropout, which fine-tuning sets afresh). Anything else is refused with the setting that differs.
 """
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ SAME_FOR_RANDOM = ("data_dir", "pretrain_config", "finetune_config", "finetune_o
                    "min_finetune_steps", "finetune_max_seq_length")
 
 
-# `model.*` keys that change how pretraining shares weights with the generator, not the encoder
-# fine-tuning builds.
-PRETRAINING_ONLY_MODEL_KEYS = ("model.embedding_sharing",)
+# `model.*` keys that shape pretraining only, not the encoder fine-tuning builds: how it shares
+# weights with the generator, and dropout (fine-tuning puts the model's 0.1 back,
+# `config.with_fine_tuning_dropout`, so a pretraining without dropout fine-tunes with it).
+PRETRAINING_ONLY_MODEL_KEYS = ("model.embedding_sharing", "model.hidden_dropout",
+                               "model.attention_dropout")
 
 
 def model_overrides(overrides) -> list[str]:

@@ -281,8 +281,10 @@ def test_random_from_compares_only_the_fine_tuned_encoders_sizes():
     assert reuse.model_overrides(["model.b=1", "optimizer.learning_rate=2e-3", "model.a=2",
                                   "model.generator_fraction=0.5",
                                   "model.untied_generator_embeddings=true",
-                                  "model.embedding_sharing=gdes"]) == [
-        "model.a=2", "model.b=1"]
+                                  "model.embedding_sharing=gdes",
+                                  "model.hidden_dropout=0", "model.attention_dropout=0",
+                                  "model.pre_layer_norm=true"]) == [
+        "model.a=2", "model.b=1", "model.pre_layer_norm=true"]
 
 
 def test_random_from_a_directory_without_a_study_is_refused_before_anything_runs(tmp_path):
