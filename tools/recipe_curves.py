@@ -8,8 +8,12 @@ writes it). Prints a Markdown table, a row per recipe and checkpoint: the median
 over seeds (min-max) per label count and the gap to no pretraining's median; then, per recipe
 and label count, the crossing: the fewest pretraining FLOPs at which the median is above no
 pretraining's. Draws one panel per label count: each recipe's medians against FLOPs (whiskers:
-min-max over seeds), no pretraining's median and range as a band (from the first study that
-has it: studies sharing `--random_from` have the same).
+min-max over seeds), and each study's own no-pretraining median as a dashed line (once for
+studies whose trials are the same).
+
+No pretraining is each study's own random-initialisation trials: a recipe that changes the
+architecture (pre-LayerNorm blocks) has a random encoder of its own. A study without them (a
+run whose `--random_from` trials were not copied) takes the first other study's.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import os
 from electra_tf.training.plot_style import log_axis_labelled
 
 COLOURS = ("tab:blue", "tab:red", "tab:purple", "tab:brown", "tab:orange", "tab:olive")
+RANDOM_COLOURS = ("tab:green", "tab:gray", "tab:cyan", "tab:pink", "black", "gold")
 
 
 def read_study(directory: str) -> dict:
@@ -37,12 +42,25 @@ def pretrained_points(summary: dict, n: str) -> list[tuple[float, dict]]:
     return sorted(points, key=lambda point: point[0])
 
 
-def random_cell(summaries: list[dict], n: str) -> dict | None:
-    for summary in summaries:
-        for encoder in summary["encoders"].values():
-            if encoder["objective"] == "none" and n in encoder["cells"]:
-                return encoder["cells"][n]["test"]
+def own_random_cell(summary: dict, n: str) -> dict | None:
+    for encoder in summary["encoders"].values():
+        if encoder["objective"] == "none" and n in encoder["cells"]:
+            return encoder["cells"][n]["test"]
     return None
+
+
+def random_cell(summary: dict, summaries: list[dict], n: str) -> dict | None:
+    """The no-pretraining test cell `summary`'s recipe is compared with: its own, else the
+    first of `summaries` that has one."""
+    for candidate in [summary, *summaries]:
+        cell = own_random_cell(candidate, n)
+        if cell is not None:
+            return cell
+    return None
+
+
+def _range(cell: dict) -> str:
+    return f"{cell['median']:.1f} ({cell['min']:.1f}-{cell['max']:.1f})"
 
 
 def crossing(points: list[tuple[float, dict]], baseline: float) -> float | None:
@@ -56,11 +74,11 @@ def table(recipes: list[tuple[str, dict]]) -> str:
               if all(n in s["label_counts"] for s in summaries)]
     lines = ["| recipe | pretraining FLOPs | " + " | ".join(f"n={n}" for n in counts) + " |",
              "|---|---|" + "---|" * len(counts)]
-    randoms = {n: random_cell(summaries, n) for n in counts}
-    lines.append("| no pretraining | 0 | " + " | ".join(
-        f"{r['median']:.1f} ({r['min']:.1f}-{r['max']:.1f})" if r else "" for r in
-        randoms.values()) + " |")
+    crossings = []
     for label, summary in recipes:
+        randoms = {n: random_cell(summary, summaries, n) for n in counts}
+        lines.append(f"| {label}: no pretraining | 0 | " + " | ".join(
+            _range(r) if r else "" for r in randoms.values()) + " |")
         by_flops = {}
         for n in counts:
             for flops, test in pretrained_points(summary, n):
@@ -69,21 +87,17 @@ def table(recipes: list[tuple[str, dict]]) -> str:
             row = []
             for n in counts:
                 test = cells.get(n)
-                if test is None:
-                    row.append("")
-                    continue
-                gap = (f", {test['median'] - randoms[n]['median']:+.1f}" if randoms[n] else "")
-                row.append(f"{test['median']:.1f} ({test['min']:.1f}-{test['max']:.1f}){gap}")
+                gap = (f", {test['median'] - randoms[n]['median']:+.1f}"
+                       if test and randoms[n] else "")
+                row.append(_range(test) + gap if test else "")
             lines.append(f"| {label} | {flops:.3g} | " + " | ".join(row) + " |")
-    lines += ["", "Crossing (fewest FLOPs with the median above no pretraining's median):", ""]
-    for label, summary in recipes:
         for n in counts:
-            if randoms[n] is None:
-                continue
-            found = crossing(pretrained_points(summary, n), randoms[n]["median"])
-            lines.append(f"- {label}, n={n}: "
-                         + (f"{found:.3g} FLOPs" if found else "not within this study"))
-    return "\n".join(lines)
+            if randoms[n] is not None:
+                found = crossing(pretrained_points(summary, n), randoms[n]["median"])
+                crossings.append(f"- {label}, n={n}: "
+                                 + (f"{found:.3g} FLOPs" if found else "not within this study"))
+    return "\n".join(lines + ["", "Crossing (fewest FLOPs with the median above no "
+                                   "pretraining's median):", "", *crossings])
 
 
 def figure(recipes: list[tuple[str, dict]]):
@@ -98,10 +112,13 @@ def figure(recipes: list[tuple[str, dict]]):
     fig = Figure(figsize=(max(4.6 * columns, 8.4), 3.6 * rows + 0.9), layout="constrained")
     axes = fig.subplots(rows, columns, squeeze=False).ravel()
     for ax, n in zip(axes, counts):
-        random = random_cell(summaries, n)
-        if random is not None:
-            ax.axhline(random["median"], color="tab:green", label="no pretraining")
-            ax.axhspan(random["min"], random["max"], color="tab:green", alpha=0.15)
+        drawn = []  # studies that share --random_from trials have the same: drawn once
+        for (label, summary), colour in zip(recipes, RANDOM_COLOURS):
+            random = own_random_cell(summary, n)
+            if random is not None and random not in drawn:
+                drawn.append(random)
+                ax.axhline(random["median"], color=colour, linestyle="--",
+                           label=f"{label}: no pretraining")
         for (label, summary), colour in zip(recipes, COLOURS):
             points = pretrained_points(summary, n)
             if not points:
@@ -119,7 +136,7 @@ def figure(recipes: list[tuple[str, dict]]):
     for ax in axes[len(counts):]:
         ax.set_visible(False)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(handles), 3))
+    fig.legend(handles, labels, loc="outside lower center", ncol=2)
     fig.suptitle("ELECTRA fine-tuned after each pretraining recipe (median over seeds, "
                  "min-max)")
     return fig

@@ -79,14 +79,19 @@ def _electra_steps(electra_dir: str) -> int:
     return load_config(run_directory.config_file(electra_dir)).optimizer.train_steps
 
 
-def _mlm_steps(electra_dir: str) -> int:
-    """Steps of the MLM baseline with the FLOPs of the ELECTRA demo's run."""
+def _step_flops(electra_dir: str) -> tuple[float, float]:
+    """FLOPs of one step of the ELECTRA demo's run and of its MLM baseline."""
     config = load_config(run_directory.config_file(electra_dir))
     seq, batch = config.run.max_seq_length, config.run.train_batch_size
     predictions = max_predictions_per_seq(config.objective.mask_prob, seq)
-    electra = pretraining_step_flops(config.model, batch, seq, predictions, electra=True)
-    mlm = pretraining_step_flops(config.model, batch, seq, predictions, electra=False)
-    return round(config.optimizer.train_steps * electra / mlm)
+    return (pretraining_step_flops(config.model, batch, seq, predictions, electra=True),
+            pretraining_step_flops(config.model, batch, seq, predictions, electra=False))
+
+
+def _mlm_steps(electra_dir: str) -> int:
+    """Steps of the MLM baseline with the FLOPs of the ELECTRA demo's run."""
+    electra, mlm = _step_flops(electra_dir)
+    return round(_electra_steps(electra_dir) * electra / mlm)
 
 
 def _pretrain_mlm_baseline(steps: int) -> None:
@@ -123,14 +128,25 @@ def run_demo(config_name: str = "finetune/demo", trials: int = TRIALS) -> int:
     majority = max(LABELS, key=labels.count)
     dev = [e.label for e in task.eval_splits["dev"]]
     majority_accuracy = 100.0 * dev.count(majority) / len(dev)
-    print(format_table(rows, majority_accuracy, _electra_steps(ELECTRA_DIR), steps,
-                       len(task.train), len(dev), config.optimizer.learning_rate), flush=True)
+    electra_steps = _electra_steps(ELECTRA_DIR)
+    print(format_table(rows, majority_accuracy, electra_steps, steps, len(task.train), len(dev),
+                       config.optimizer.learning_rate,
+                       pretraining_flops=electra_steps * _step_flops(ELECTRA_DIR)[0]),
+          flush=True)
     return 0
 
 
+# The pretraining FLOPs at which ELECTRA first beat no pretraining on a real corpus (the Debian
+# sections task, docs/pretraining_value.md), for the line under the demonstration's table.
+PAYS_OFF_FLOPS = 2.65e14
+
+
 def format_table(rows, majority_accuracy: float, electra_steps: int, mlm_steps: int,
-                 num_train: int, num_dev: int, learning_rate: float) -> str:
-    """Markdown: a row per encoder with the median dev accuracy, min-max and every trial."""
+                 num_train: int, num_dev: int, learning_rate: float,
+                 pretraining_flops: float | None = None) -> str:
+    """Markdown: a row per encoder with the median dev accuracy, min-max and every trial; then
+    ELECTRA's gaps to the others' medians, and how its pretraining FLOPs compare with the budget
+    at which pretraining paid off on a real corpus."""
     trials = len(rows[0][1]["values"])
     lines = [f"coherence task: {num_train} training pairs, {num_dev} dev pairs from held-out "
              f"documents; dev accuracy (%), {trials} seeds, fine-tuning lr {learning_rate:g}",
@@ -142,5 +158,15 @@ def format_table(rows, majority_accuracy: float, electra_steps: int, mlm_steps: 
                      f"{min(values['values']):.1f}-{max(values['values']):.1f} | "
                      + " ".join(f"{v:.1f}" for v in values["values"]) + " |")
     lines.append(f"| majority class | {majority_accuracy:.1f} | | |")
+    medians = {name: values["median"] for name, values in rows}
+    if "ELECTRA" in medians:
+        gaps = [f"{medians['ELECTRA'] - medians[name]:+.1f} points against {name}"
+                for name in ("no pretraining", "MLM baseline") if name in medians]
+        lines.append("ELECTRA's median: " + ", ".join(gaps) + ".")
+    if pretraining_flops:
+        lines.append(
+            f"This pretraining is {pretraining_flops:.1e} FLOPs; on a real corpus ELECTRA beat no "
+            f"pretraining at {PAYS_OFF_FLOPS:.3g} ({PAYS_OFF_FLOPS / pretraining_flops:.0f}x; "
+            "docs/pretraining_value.md), which a two-core CPU reaches in about an hour.")
     lines.append(f"(runs under {OUTPUT_DIR})")
     return "\n".join(lines)

@@ -51,14 +51,20 @@ def test_mlm_baseline_is_the_electra_runs_own_config_as_an_mlm(monkeypatch):
     assert "objective.electra_objective=false" in command
 
 
-def test_table_lists_every_row_and_the_majority_class():
+def test_table_lists_every_row_the_majority_class_and_electras_gaps():
     values = {"values": [70.0, 72.0, 71.0], "median": 71.0}
-    table = demo.format_table([("ELECTRA", values), ("MLM baseline", values),
-                               ("no pretraining", values)], 51.8, 600, 791, 4000, 1649, 1.2e-3)
+    mlm = {"values": [73.0, 72.5, 74.0], "median": 73.0}
+    none = {"values": [71.5, 72.0, 71.0], "median": 71.5}
+    table = demo.format_table([("ELECTRA", values), ("MLM baseline", mlm),
+                               ("no pretraining", none)], 51.8, 600, 791, 4000, 1649, 1.2e-3,
+                              pretraining_flops=2.65e12)
     assert "| ELECTRA (600 pretraining steps) | 71.0 | 70.0-72.0 | 70.0 72.0 71.0 |" in table
-    assert "| MLM baseline (791 steps, same FLOPs) | 71.0 |" in table
-    assert "| no pretraining | 71.0 |" in table
+    assert "| MLM baseline (791 steps, same FLOPs) | 73.0 |" in table
+    assert "| no pretraining | 71.5 |" in table
     assert "| majority class | 51.8 | | |" in table and "lr 0.0012" in table
+    assert ("ELECTRA's median: -0.5 points against no pretraining, -2.0 points against MLM "
+            "baseline.") in table
+    assert "This pretraining is 2.6e+12 FLOPs" in table and "at 2.65e+14 (100x;" in table
 
 
 def test_the_demo_recipe_takes_the_learning_rate_of_the_tiny_models_width():
