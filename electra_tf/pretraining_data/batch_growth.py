@@ -21,6 +21,7 @@ run sees exactly the batches of an uninterrupted one.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import tensorflow as tf
@@ -47,16 +48,12 @@ class BatchGrowth:
 
     def micro_batches_at(self, update: int) -> int:
         """k(update): the micro-batches of update `update` (counted from 0)."""
-        if update >= self.steps:
-            return self.final
-        return min(self.final,
-                   self.initial + update * (self.final - self.initial + 1) // self.steps)
+        return int(self.schedule[update]) if update < self.steps else self.final
 
     def micro_batches_before(self, update: int) -> int:
         """The micro-batches the updates 0 .. update - 1 consumed."""
         grown = min(update, self.steps)
-        total = int(self.schedule()[:grown].sum())
-        return total + max(0, update - self.steps) * self.final
+        return int(self._consumed[grown]) + max(0, update - self.steps) * self.final
 
     def sequences_before(self, update: int) -> int:
         """The sequences the updates 0 .. update - 1 trained on."""
@@ -66,11 +63,17 @@ class BatchGrowth:
         """The global batch of update `update`."""
         return self.micro_batches_at(update) * self.micro_batch
 
+    @functools.cached_property
     def schedule(self) -> np.ndarray:
         """k(u) for u in 0 .. steps - 1."""
         updates = np.arange(self.steps, dtype=np.int64)
         return np.minimum(self.final,
                           self.initial + updates * (self.final - self.initial + 1) // self.steps)
+
+    @functools.cached_property
+    def _consumed(self) -> np.ndarray:
+        """[steps + 1]: the micro-batches before each update of the growth, and after it."""
+        return np.concatenate([[0], np.cumsum(self.schedule)])
 
 
 def group_micro_batches(micro_batches: tf.data.Dataset, growth: BatchGrowth, start: int,
@@ -81,7 +84,7 @@ def group_micro_batches(micro_batches: tf.data.Dataset, growth: BatchGrowth, sta
 
     Under `distribute_datasets_from_function` a pipeline feeding R replicas hands its elements
     to them in turn, so update u takes R consecutive elements, each of k(u) micro-batches."""
-    schedule = np.repeat(growth.schedule(), replicas_per_pipeline)  # k per element in growth
+    schedule = np.repeat(growth.schedule, replicas_per_pipeline)  # k per element in growth
     first_element = start * replicas_per_pipeline
     sizes = schedule[first_element:]
     # Micro-batch i (counted from `start`) belongs to element searchsorted(bounds, i, "right") - 1
@@ -95,10 +98,10 @@ def group_micro_batches(micro_batches: tf.data.Dataset, growth: BatchGrowth, sta
         after = grown_elements + (index - bounds[-1]) // final
         return tf.where(index < bounds[-1], tf.cast(in_growth, tf.int64), after)
 
+    sizes_then_final = tf.constant(np.append(sizes, growth.final), tf.int64)
+
     def size_of(element):
-        in_growth = tf.gather(tf.constant(np.append(sizes, growth.final), tf.int64),
-                              tf.minimum(element, grown_elements))
-        return tf.where(element < grown_elements, in_growth, final)
+        return tf.gather(sizes_then_final, tf.minimum(element, grown_elements))
 
     def join(element, window):
         joined = window.map(lambda _, batch: batch).batch(size_of(element))
