@@ -25,7 +25,8 @@ import os
 
 from electra_tf.training.plot_style import log_axis_labelled
 
-COLOURS = ("tab:blue", "tab:red", "tab:purple", "tab:brown", "tab:orange", "tab:olive")
+COLOURS = ("tab:blue", "tab:red", "tab:purple", "tab:brown", "tab:orange", "tab:olive",
+           "navy", "magenta", "teal", "darkgoldenrod")
 RANDOM_COLOURS = ("tab:green", "tab:gray", "tab:cyan", "tab:pink", "black", "gold")
 
 
@@ -69,6 +70,8 @@ def crossing(points: list[tuple[float, dict]], baseline: float) -> float | None:
 
 
 def table(recipes: list[tuple[str, dict]]) -> str:
+    if len(recipes) > len(COLOURS):
+        raise ValueError(f"at most {len(COLOURS)} recipes in one plot, got {len(recipes)}")
     summaries = [summary for _, summary in recipes]
     counts = [n for n in summaries[0]["label_counts"]
               if all(n in s["label_counts"] for s in summaries)]
@@ -104,6 +107,8 @@ def figure(recipes: list[tuple[str, dict]]):
     """A matplotlib Figure: a panel per label count, a line per recipe, the legend below."""
     from matplotlib.figure import Figure
 
+    if len(recipes) > len(COLOURS):
+        raise ValueError(f"at most {len(COLOURS)} recipes in one plot, got {len(recipes)}")
     summaries = [summary for _, summary in recipes]
     counts = [n for n in summaries[0]["label_counts"]
               if all(n in s["label_counts"] for s in summaries)]
@@ -119,12 +124,14 @@ def figure(recipes: list[tuple[str, dict]]):
                 drawn.append(random)
                 ax.axhline(random["median"], color=colour, linestyle="--",
                            label=f"{label}: no pretraining")
-        for (label, summary), colour in zip(recipes, COLOURS):
+        for index, ((label, summary), colour) in enumerate(zip(recipes, COLOURS)):
             points = pretrained_points(summary, n)
             if not points:
                 continue
             medians = [test["median"] for _, test in points]
-            ax.errorbar([flops for flops, _ in points], medians, color=colour, marker="o",
+            # recipes measured at the same FLOPs side by side, 2% apart, so whiskers stay apart
+            dodge = 1 + 0.02 * (index - (len(recipes) - 1) / 2)
+            ax.errorbar([flops * dodge for flops, _ in points], medians, color=colour, marker="o",
                         capsize=3, label=label,
                         yerr=[[m - t["min"] for m, (_, t) in zip(medians, points)],
                               [t["max"] - m for m, (_, t) in zip(medians, points)]])
