@@ -116,7 +116,8 @@ def run() -> int:
         # lazy: imported once the flags are parsed, so --help starts no TensorFlow
         from electra_tf.finetuning import demo
 
-        return demo.run_demo()
+        trials = FLAGS.num_trials if FLAGS["num_trials"].present else demo.TRIALS
+        return demo.run_demo(trials=trials, overrides=FLAGS.override or [])
     # lazy: imported once the flags are parsed, so --help starts no TensorFlow
     from electra_tf.finetuning import api, runner
     from electra_tf.finetuning.job import resolve_finetune_job

@@ -298,6 +298,18 @@ def test_demo_without_the_pretraining_demo_says_what_to_run(tmp_path):
                           "first")
 
 
+def test_demo_takes_the_overrides_and_the_trials_given(tmp_path, monkeypatch):
+    from electra_tf.finetuning import demo
+
+    calls = []
+    monkeypatch.setattr(demo, "run_demo", lambda **kwargs: calls.append(kwargs) or 0)
+    assert finetune_main(cwd=tmp_path).returncode == 0
+    assert finetune_main("--num_trials", "1", "--override", "finetune.num_train_epochs=1",
+                         cwd=tmp_path).returncode == 0
+    assert calls == [{"trials": demo.TRIALS, "overrides": []},
+                     {"trials": 1, "overrides": ["finetune.num_train_epochs=1"]}]
+
+
 def write_squad_files(directory, version="1.1", n=24):
     """Official-layout SQuAD JSON over the test vocabulary: the answer is the run of w30-w39."""
     rng = random.Random(0)

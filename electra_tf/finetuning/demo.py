@@ -106,7 +106,11 @@ def _pretrain_mlm_baseline(steps: int) -> None:
         raise DemoError(f"pretraining the MLM baseline failed: {' '.join(command)}")
 
 
-def run_demo(config_name: str = "finetune/demo", trials: int = TRIALS) -> int:
+def run_demo(config_name: str = "finetune/demo", trials: int = TRIALS,
+             overrides: list[str] | tuple = ()) -> int:
+    """Fine-tunes ELECTRA, the MLM baseline and no pretraining on the coherence task, `trials`
+    seeds each, with `config_name` and `overrides` (run_finetuning's --num_trials and
+    --override); prints the table."""
     if not run_directory.has_checkpoint(ELECTRA_DIR):
         raise DemoError(f"the demonstration fine-tunes the pretraining demo's model, and "
                         f"{ELECTRA_DIR} has none: run `python -m electra_tf.run_pretraining` "
@@ -117,7 +121,7 @@ def run_demo(config_name: str = "finetune/demo", trials: int = TRIALS) -> int:
     electra, mlm = resolve_source(ELECTRA_DIR), resolve_source(MLM_DIR)
     task = coherence_task(run_directory.demo_data_dir(ELECTRA_DIR))
     config = resolve_finetune_config(electra, config_name,
-                                     [f"finetune.vocab_file={electra.vocab_file}"])
+                                     [f"finetune.vocab_file={electra.vocab_file}", *overrides])
     rows = []
     for name, source in (("ELECTRA", electra), ("MLM baseline", mlm), ("no pretraining", None)):
         directory = os.path.join(OUTPUT_DIR, name.split()[0].lower())
