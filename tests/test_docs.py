@@ -36,13 +36,14 @@ OTHER_PROGRAMS = {
     "apt-get": "installs Bazel (CI does, for tests/test_bazel.py)",
     "tools/bazel/bazel_offline": "runs Bazel: tests/test_bazel.py builds and tests with it",
     "pip": "installs packages (.ci/run and tests/test_wheel.py)",
-    "python": "a script of the repository: the test checks that it exists",
+    "python": "a script of the repository: the test checks that it exists; tests/test_docs_run.py runs it",
     "for": "a shell loop: its python -m lines are checked",
     "do": "a shell loop: its python -m lines are checked",
     "done": "a shell loop",
     "cd": "changes directory",
     "git": "clones the repository",
     "bash": "runs .ci/run, which CI runs",
+    "python -m pytest": "the test suite itself (.ci/run runs it)",
 }
 
 

@@ -75,7 +75,7 @@ def main(run_dirs: list[str]) -> None:
     labels = np.array([task.label_space.labels.index(e.label) for e in dev])
     for run_dir in run_dirs:
         by_trial = [trial_accuracies(t, dev, labels)
-                    for t in sorted(glob.glob(os.path.join(run_dir, "trial_*")))]
+                    for t in sorted(glob.glob(os.path.join(run_dir, "trial_*"))) or [run_dir]]
         for name in by_trial[0]:
             accuracies = [trial[name][0] for trial in by_trial]
             print(f"{run_dir} {name}: dev accuracy median {statistics.median(accuracies):.2f} "
