@@ -129,16 +129,16 @@ def _shrunk(function, extra):
     return call
 """
 PYTHON_PRELUDE = {
-    r"\bload_config\(": SHRUNK_CALL + f"""\
+    r"\bload_config\(": f"""\
 import electra_tf.config as _config
 _config.load_config = _shrunk(_config.load_config, {PRETRAIN_SHRINK!r})
 """,
-    r"\bpretrain\(|resolve_pretrain_job\(": SHRUNK_CALL + f"""\
+    r"\bpretrain\(|resolve_pretrain_job\(": f"""\
 import electra_tf as _electra_tf
 _electra_tf.pretrain = _shrunk(_electra_tf.pretrain, {PRETRAIN_SHRINK!r})
 _electra_tf.resolve_pretrain_job = _shrunk(_electra_tf.resolve_pretrain_job, {PRETRAIN_SHRINK!r})
 """,
-    r"\bfinetune(_tasks)?\(": SHRUNK_CALL + f"""\
+    r"\bfinetune(_tasks)?\(": f"""\
 import electra_tf.finetuning as _finetuning
 _finetuning.finetune = _shrunk(_finetuning.finetune, {FINETUNE_SHRINK!r})
 _finetuning.finetune_tasks = _shrunk(_finetuning.finetune_tasks, {FINETUNE_SHRINK!r})
@@ -167,7 +167,8 @@ segment_ids = _np.zeros_like(input_ids)
 
 def python_prelude(block: str) -> str:
     """The stand-in lines a Python block needs, in PYTHON_PRELUDE's order."""
-    return "".join(code for pattern, code in PYTHON_PRELUDE.items() if re.search(pattern, block))
+    code = "".join(code for pattern, code in PYTHON_PRELUDE.items() if re.search(pattern, block))
+    return (SHRUNK_CALL if "_shrunk(" in code else "") + code
 
 
 # ---- INPUTS: the data the docs read and no block writes -------------------------------------
