@@ -74,7 +74,8 @@ def _marked(text, marks):
 
 
 def test_docs_mark_what_is_not_run_with_a_reason():
-    """Every doc is in ORDER; every mark has a reason and matches a command of its block."""
+    """Every doc is in ORDER; every mark is read (right above its block, well formed), has a
+    reason and matches a command of its block."""
     assert sorted(ORDER) == sorted(DOCS), "add the doc to tests/docs_stand_ins.ORDER"
     listed, unused = [], []
     for doc in ORDER:
@@ -87,6 +88,10 @@ def test_docs_mark_what_is_not_run_with_a_reason():
                     unused.append(f"{doc}:{line}: {pattern!r}")
                 listed.append(f"{doc}:{line}: {pattern!r}: {why}")
     assert not unused, f"marks that match no line of their block: {unused}"
+    for doc in ORDER:  # a mark not right above a fence (or misspelt) would be ignored
+        text = open(os.path.join(REPO, doc), encoding="utf-8").read()
+        parsed = sum(len(marks) for *_, marks in _doc_blocks(doc))
+        assert text.count("<!-- docs-test") == parsed, f"{doc}: a docs-test mark is not read"
     print("\nnot run, as the docs mark them:\n" + "\n".join(listed))
 
 

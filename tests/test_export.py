@@ -511,6 +511,7 @@ def test_cli_exports_a_run_directory(run_dir, tmp_path):
     assert text["input_ids"].shape == (1, 32)
 
 
+@pytest.mark.slow
 def test_cli_with_tokenizer_uses_the_vocabulary_a_moved_run_carries(run_dir, tmp_path):
     """A run directory copied from another machine: its config names a vocab.txt that is not
     here. The export says so in one line, and takes vocab.txt from the directory once it is
@@ -552,6 +553,7 @@ def test_cli_refuses_an_existing_version_unless_overwrite(run_dir, tmp_path):
     assert sorted(tf.saved_model.load(str(output / "5")).signatures) == ["serving_default"]
 
 
+@pytest.mark.slow
 def test_cli_jit_compile_writes_a_compiled_forward_pass(run_dir, tmp_path):
     run, model, (ids, mask, segments) = run_dir
     result = export_main("--model_dir", str(run), "--output_dir", str(tmp_path / "served"),
@@ -565,6 +567,7 @@ def test_cli_jit_compile_writes_a_compiled_forward_pass(run_dir, tmp_path):
                                atol=1e-5, rtol=0)
 
 
+@pytest.mark.slow
 def test_cli_serving_dtype_bfloat16_writes_bfloat16_weights(run_dir, tmp_path):
     run, model, (ids, mask, segments) = run_dir
     result = export_main("--model_dir", str(run), "--output_dir", str(tmp_path / "served"),
@@ -582,6 +585,7 @@ def test_cli_serving_dtype_bfloat16_writes_bfloat16_weights(run_dir, tmp_path):
                                atol=0.1, rtol=0.05)
 
 
+@pytest.mark.slow
 def test_cli_transposed_feedforward_gives_the_same_logits(run_dir, tmp_path):
     run, model, (ids, mask, segments) = run_dir
     result = export_main("--model_dir", str(run), "--output_dir", str(tmp_path / "served"),

@@ -61,6 +61,7 @@ def test_exported_embeddings_match_the_encoder(pretrainer, vocab_file, tmp_path)
                                               segment_ids=tf.constant([[0, 0]]))
 
 
+@pytest.mark.slow
 def test_cli_with_embeddings(run_dir, tmp_path):  # noqa: F811
     run = run_dir[0]
     result = export_main("--model_dir", str(run), "--output_dir", str(tmp_path / "served"),

@@ -69,6 +69,7 @@ def make(kind):
 
 @pytest.mark.parametrize("kind", ["classifier", "tagger", "question answerer", "pretrainer",
                                   "encoder"])
+@pytest.mark.slow
 def test_every_kind_converts_and_answers_as_the_keras_model(kind, tmp_path):
     model = make(kind)
     written = export_litert(model, str(tmp_path / "m.tflite"), max_seq_length=LENGTH)
@@ -85,6 +86,7 @@ def test_every_kind_converts_and_answers_as_the_keras_model(kind, tmp_path):
 
 
 @pytest.mark.parametrize("quantize, share", [("float16", 0.01), ("int8_dynamic", 0.05)])
+@pytest.mark.slow
 def test_quantized_files_are_smaller_and_close(quantize, share, tmp_path):
     """`share`: the largest difference allowed, as a share of the logits' spread (float16
     keeps about three digits of each weight, int8 two)."""

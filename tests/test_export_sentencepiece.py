@@ -52,6 +52,7 @@ def _expected(processor, texts):
 TEXTS = multilingual_lines(3, seed=31) + ["", "Hello 你好世界 안녕하세요 नमस्ते " * 4]
 
 
+@pytest.mark.slow
 def test_discriminator_serve_text_has_the_librarys_ids(spm, tmp_path):
     path, size, processor = spm
     model = ElectraPretrainer(_config(size), objective(cls_token_id=CLS, sep_token_id=SEP,
@@ -73,6 +74,7 @@ def test_discriminator_serve_text_has_the_librarys_ids(spm, tmp_path):
     np.testing.assert_allclose(out["logits"].numpy(), reference["logits"].numpy(), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_classifier_serve_text_packs_sentencepiece_pairs(spm, tmp_path):
     path, size, processor = spm
     model = ElectraClassifier(_config(size), num_labels=2)
@@ -92,6 +94,7 @@ def test_classifier_serve_text_packs_sentencepiece_pairs(spm, tmp_path):
     assert out["label"].numpy()[0] in (b"a", b"b")
 
 
+@pytest.mark.slow
 def test_tagger_serve_text_tags_words_by_their_first_piece(spm, tmp_path):
     path, size, processor = spm
     model = ElectraTagger(_config(size), num_tags=3)

@@ -55,6 +55,7 @@ def fine_tuned_run_with_vocabulary(tmp_path, kind="classification"):
     return run, model
 
 
+@pytest.mark.slow
 def test_the_three_lines_of_keras_hub_work_with_electra(preset):
     classifier = keras_hub.models.TextClassifier.from_preset(preset[0], num_classes=2)
     assert isinstance(classifier, ElectraTextClassifier)
@@ -111,6 +112,7 @@ def test_a_tokenizer_larger_than_the_backbone_is_refused(preset):
                               ElectraTextClassifierPreprocessor.from_vocabulary(too_many))
 
 
+@pytest.mark.slow
 def test_a_fine_tuned_run_takes_strings_and_becomes_a_whole_keras_hub_preset(tmp_path):
     import electra_tf
     from electra_tf.keras_hub_tasks import to_keras_hub_text_classifier
@@ -134,6 +136,7 @@ def test_a_fine_tuned_run_takes_strings_and_becomes_a_whole_keras_hub_preset(tmp
 
 
 @pytest.mark.parametrize("kind", ["classification", "tagging"])
+@pytest.mark.slow
 def test_convert_checkpoint_writes_a_fine_tuned_models_whole_preset(tmp_path, kind):
     from electra_tf.keras_hub_tasks import ElectraTokenClassifier
     from tests.run_helpers import run_in_process

@@ -81,6 +81,7 @@ print(tf.reduce_sum(tf.range(3)).numpy())
 """
 
 
+@pytest.mark.slow
 def test_tune_cpu_keeps_tensorflows_cpp_lines_out_unless_asked_for_them():
     from tests.run_helpers import REPO
 

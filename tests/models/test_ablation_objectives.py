@@ -106,6 +106,7 @@ EXPECTED_POSITIONS = {"electra": "non-pad", "electra_15": "chosen", "replace_mlm
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_POSITIONS))
+@pytest.mark.slow
 def test_loss_reads_exactly_its_positions_of_the_fine_tuned_network(name, batch, monkeypatch):
     """The gradient of the whole loss with respect to the fine-tuned network's output
     [batch, seq, H] is nonzero exactly at the positions the objective learns from."""

@@ -13,6 +13,7 @@ from tests.models.helpers import VOCAB, tiny_model_config
 
 @pytest.mark.parametrize("regression", [False, True])
 @pytest.mark.parametrize("training", [False, True])
+@pytest.mark.slow
 def test_classifier_logits_and_gradients_are_those_of_the_whole_last_block(regression,
                                                                            training):
     keras.utils.set_random_seed(3)

@@ -89,6 +89,7 @@ OBJECTIVES = {
 }
 
 
+@pytest.mark.slow
 def test_the_accumulated_gradient_is_the_whole_batchs():
     keras.utils.set_random_seed(0)
     model = _pretrainer(OBJECTIVES["electra"])
@@ -120,6 +121,7 @@ def _first_moments(model):
     return {v.name: v.numpy() for v in model.optimizer.variables if v.name.endswith("_adam_m")}
 
 
+@pytest.mark.slow
 def test_accumulated_updates_move_the_first_moment_and_weights_as_the_whole_batch():
     """Through `fit`, so through the `train_step` that forms the loss denominators, with no
     warmup (as in every test here) so that every update moves the weights. After one update
@@ -169,6 +171,7 @@ def test_two_chains_update_as_one_batch(accumulation):
     _assert_trains_alike(whole, chained, lambda: _dataset(batches))
 
 
+@pytest.mark.slow
 def test_two_chains_run_each_block_twice_in_one_step():
     """Two chains have ops of their own: the step's graph has twice the attention softmaxes of
     the one-chain step."""
@@ -214,6 +217,7 @@ def test_the_accumulation_loop_compiles_with_xla():
     _assert_moved_alike(whole, accumulated, initial)
 
 
+@pytest.mark.slow
 def test_gradients_are_clipped_after_accumulation():
     batches = _batches()
     keras.utils.set_random_seed(0)
@@ -298,6 +302,7 @@ def test_fine_tuning_accumulates_as_the_whole_batch(kind, accumulation, chains):
     _assert_trains_alike(whole, accumulated, lambda: _task_batches(kind))
 
 
+@pytest.mark.slow
 def test_a_growing_batch_updates_as_each_batch_at_once(monkeypatch):
     """`micro_batch_rows` 8: batches of 8, 16 and 32 rows (a growing batch) run as 1, 2 and 4
     micro-batches, read from each batch's rows, and make the updates of each batch at once."""

@@ -697,6 +697,7 @@ def test_encoder_padding_ids_do_not_change_real_positions():
 @pytest.mark.parametrize("batch", [1, 2, 3])
 @pytest.mark.parametrize("seq", [1, 5, 8])
 @pytest.mark.parametrize("output_rows", [None, 1])
+@pytest.mark.slow
 def test_encoder_inference_outputs_are_the_blocks_called_one_by_one(batch, seq, output_rows):
     """Inference runs as two chains (the batch's halves, or for one sequence the sequence's):
     its outputs are those of the blocks called one by one, with or without a last block for
@@ -735,6 +736,7 @@ def _float_concatenations_and_softmaxes(function, *specs):
 
 
 @pytest.mark.parametrize("output_rows", [None, 1])
+@pytest.mark.slow
 def test_encoder_inference_chains_are_the_batch_halves_or_the_sequence_halves(output_rows):
     """A batch of several sequences runs as its two halves, each through every block on its own
     (one softmax per block and half, and the only concatenation of activations the final join);

@@ -28,6 +28,7 @@ def classifier(with_preprocessor=True, seed=0):
                              preprocessor=preprocessor() if with_preprocessor else None)
 
 
+@pytest.mark.slow
 def test_fit_on_strings_trains_as_on_the_same_features():
     by_text, by_features = classifier(), classifier()
     features = {k: v.numpy() for k, v in preprocessor()(TEXTS).items()}
@@ -63,6 +64,7 @@ def test_evaluate_predict_and_validation_data_take_strings():
     assert pairs.shape == (1, 2)
 
 
+@pytest.mark.slow
 def test_a_dataset_of_strings_is_mapped_through_the_preprocessor():
     model = classifier()
     model.compile(optimizer=keras.optimizers.SGD(0.1))

@@ -61,6 +61,7 @@ def inputs_and_labels(paragraphs):
 
 
 @pytest.mark.parametrize("length,stride,query", [(12, 2, 4), (10, 1, 3), (24, 7, 8)])
+@pytest.mark.slow
 def test_windows_labels_and_maps_are_run_finetunings(paragraphs, length, stride, query):
     examples = read_squad({"version": "2.0", "data": [{"paragraphs": paragraphs}]},
                           version="v2.0", is_training=True)

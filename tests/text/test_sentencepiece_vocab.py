@@ -88,6 +88,7 @@ def test_in_graph_ids_equal_the_sentencepiece_library_on_four_scripts(model_file
     assert processor.decode(processor.encode(text)) == text
 
 
+@pytest.mark.slow
 def test_the_tokenizer_outlives_keras_seeding(model_file):
     """keras.utils.set_random_seed resets TensorFlow's kernel cache, which deletes
     tensorflow-text's model resource; the tokenizer makes it again."""

@@ -5,6 +5,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.run_helpers import REPO
 
 
@@ -21,6 +23,7 @@ def _study(directory, flops, pretrained, random):
     return str(directory)
 
 
+@pytest.mark.slow
 def test_the_table_and_plot_of_one_lever_studies(tmp_path):
     base = _study(tmp_path / "base", 4.6e13, {"100": (40, 35, 45), "300": (60, 58, 63)},
                   {"100": (55, 50, 60), "300": (66, 64, 68)})

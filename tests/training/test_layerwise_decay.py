@@ -71,6 +71,7 @@ def reference_update(params, grads_per_step, lrs, multipliers, decayed, wd, clip
 
 
 @pytest.mark.parametrize("fix_off_by_one", [False, True])
+@pytest.mark.slow
 def test_three_steps_match_numpy_reference(fix_off_by_one):
     model_config = ModelConfig(vocab_size=50, embedding_size=8, hidden_size=16, num_layers=3,
                                num_heads=2, intermediate_size=32, max_position_embeddings=16)
