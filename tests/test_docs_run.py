@@ -15,8 +15,9 @@ a TPU, a TFDS download, a bucket, a running server), or with
 
     <!-- docs-test: "PATTERN" is run by tests/FILE.py::TEST -->
 
-for a command that a test of its own already runs on tiny data (a study: minutes even tiny),
-which must exist. The marks are checked to have a reason and to match a line, and listed by
+for a command that a test of its own runs with the same flags on tiny data, which must exist:
+a table over study directories the docs name but do not make (a "..." or a comment stands for
+them), a guide of many runs whose own test reruns it to check the resume. The marks are checked to have a reason and to match a line, and listed by
 test_docs_mark_what_is_not_run_with_a_reason.
 """
 
