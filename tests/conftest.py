@@ -34,16 +34,22 @@ def pytest_configure(config):
         config.option.loadscopereorder = False
 
 
+# The file of the longest test (the docs run, about a third of one worker's time): started first,
+# so that the other worker's files even out around it rather than wait for it at the end.
+LONGEST_FILE = "tests/test_docs_run.py"
+
+
 def pytest_collection_modifyitems(config, items):
-    """The files with tests marked slow first, those with the most of them first, then the
-    files of fast tests only, whose many short tests even out the two workers' last minutes.
-    Within a file the order stays."""
+    """LONGEST_FILE first, then the files with tests marked slow, those with the most of them
+    first, then the files of fast tests only, whose many short tests even out the two workers'
+    last minutes. Within a file the order stays."""
     def file_of(item):
         return item.nodeid.split("::", 1)[0]
 
     slow = collections.Counter(file_of(item) for item in items if item.get_closest_marker("slow"))
     first_seen = {name: i for i, name in enumerate(dict.fromkeys(map(file_of, items)))}
-    items.sort(key=lambda item: (-slow[file_of(item)], first_seen[file_of(item)]))
+    items.sort(key=lambda item: (file_of(item) != LONGEST_FILE, -slow[file_of(item)],
+                                 first_seen[file_of(item)]))
 
 
 def require(module_name):

@@ -250,12 +250,20 @@ def _debian(path):
     _sections(os.path.join(path, "sections"))
 
 
+def _run_entry(module, argv, cwd):
+    """What `python -m module argv` runs, in this process (tests/run_helpers.run_in_process);
+    its stderr's tail in the error where it fails."""
+    from tests.run_helpers import run_in_process
+
+    result = run_in_process(argv, module=module, cwd=cwd)
+    if result.returncode != 0:
+        raise RuntimeError(f"stand-in `{module} {' '.join(argv)}` exited {result.returncode}:\n"
+                           f"{result.stderr[-3000:]}")
+
+
 def _study_records(part):
     """data/debian/records128 or heldout128, as the study builds them (its vocabulary)."""
     def make(path):
-        import subprocess
-        import sys
-
         debian = os.path.dirname(path)
         if not os.path.exists(os.path.join(debian, "corpus")):
             _debian(debian)
@@ -266,21 +274,17 @@ def _study_records(part):
         commands.append(["electra_tf.build_pretraining_dataset", "--corpus",
                          os.path.join(debian, part, "*.txt"), "--vocab_file", vocab,
                          "--output_dir", path, "--max_seq_length", "128"])
-        for command in commands:
-            subprocess.run([sys.executable, "-m", *command], check=True, capture_output=True)
+        for module, *argv in commands:
+            _run_entry(module, argv, os.getcwd())
     return make
 
 
 def _study_without_pretraining(path):
     """A study directory whose no-pretraining trials another study reuses (--random_from): the
     study the docs' levers compare with, shrunk like every documented study."""
-    import subprocess
-    import sys
-
     workdir = path[:-len("runs/levers/base")]
     argv = ["--data_dir", "data/debian", "--output_dir", path, "--objectives", "electra"]
-    subprocess.run([sys.executable, "-m", "electra_tf.study", *shrunk("electra_tf.study", argv)],
-                   cwd=workdir, check=True, capture_output=True)
+    _run_entry("electra_tf.study.__main__", shrunk("electra_tf.study", argv), workdir)
 
 
 def _squad(path, version):

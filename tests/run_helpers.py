@@ -115,6 +115,11 @@ _NEEDS_A_PROCESS = ("--deterministic", "--cpu_devices", "--cpu_chains", "--help"
                     "--helpshort")
 
 
+def needs_a_process(args) -> list[str]:
+    """The flags of `args` that run_in_process cannot run (empty where it can)."""
+    return [a for a in map(str, args) if a.split("=", 1)[0] in _NEEDS_A_PROCESS]
+
+
 def run_in_process(args, module="electra_tf.run_pretraining", cwd=REPO):
     """Runs what `python -m module args` runs, in this process; returns a CompletedProcess like
     run_cli's: returncode, stdout, and stderr with the absl log lines (absl's format).
@@ -124,13 +129,13 @@ def run_in_process(args, module="electra_tf.run_pretraining", cwd=REPO):
     afresh with its own absl flags (the entry points define flags of the same names, so they
     cannot share FLAGS), parsed as app.run parses them; its main's SystemExit becomes the
     returncode, an exception a traceback on stderr and returncode 1. What a run changes in the
-    process is put back after: absl's flags, the SIGTERM handler, the Keras dtype policy, the
-    global random states, the working directory. Runs that change what cannot be put back
+    process is put back after: absl's flags, environment variables, the SIGTERM handler, the
+    Keras dtype policy, the global random states, the working directory. Runs that change what cannot be put back
     (--deterministic, --cpu_devices, --cpu_chains) or that test absl.app itself (--help) need
     run_cli.
     """
     args = [str(a) for a in args]
-    refused = [a for a in args if a.split("=", 1)[0] in _NEEDS_A_PROCESS]
+    refused = needs_a_process(args)
     if refused:
         raise ValueError(f"{refused}: run this in its own process (run_cli)")
     stdout, stderr = io.StringIO(), io.StringIO()
@@ -230,14 +235,15 @@ def _absl_log_to(stream):
 
 @contextlib.contextmanager
 def _process_state_restored(cwd):
-    """Puts back what a run changes in the process: working directory, SIGTERM handler, the
-    Keras dtype policy, Python's, NumPy's and TensorFlow's global seeds."""
+    """Puts back what a run changes in the process: working directory, environment variables,
+    SIGTERM handler, the Keras dtype policy, Python's, NumPy's and TensorFlow's global seeds."""
     import random
 
     import keras
     from tensorflow.python.eager import context
 
     saved_cwd, sigterm = os.getcwd(), signal.getsignal(signal.SIGTERM)
+    environ = dict(os.environ)
     policy = keras.config.dtype_policy()
     python_random, numpy_random = random.getstate(), np.random.get_state()
     tf_seed = context.global_seed()
@@ -246,6 +252,9 @@ def _process_state_restored(cwd):
         yield
     finally:
         os.chdir(saved_cwd)
+        if dict(os.environ) != environ:
+            os.environ.clear()
+            os.environ.update(environ)
         signal.signal(signal.SIGTERM, sigterm)
         keras.config.set_dtype_policy(policy)
         random.setstate(python_random)

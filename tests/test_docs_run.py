@@ -1,6 +1,9 @@
 """Runs the code of README.md and docs/: every `python -m electra_tf...` command and repository
-script of a shell block, each in its own process as a user's shell starts it, and every Python
-block in a fresh Python process, on the tiny stand-ins of tests/docs_stand_ins.py.
+script of a shell block, and every Python block in a fresh Python process, on the tiny stand-ins
+of tests/docs_stand_ins.py. The `python -m electra_tf...` commands run as tests/run_helpers'
+run_in_process runs them (the entry point's main on its own flags, in this process: no
+TensorFlow start per command; the process boundary has tests of its own), except those whose
+flags need a process of their own (`--cpu_devices`, `--help`, ...).
 
 The docs run in `ORDER`, in one working directory, so a command reads what an earlier one
 wrote (`runs/small` of the pretraining block is the fine-tuning block's init checkpoint). A
@@ -23,6 +26,7 @@ test_docs_mark_what_is_not_run_with_a_reason.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -32,7 +36,7 @@ import time
 import pytest
 
 from tests.docs_stand_ins import ORDER, make_inputs, python_prelude, shrunk
-from tests.run_helpers import REPO
+from tests.run_helpers import REPO, needs_a_process, run_in_process
 from tests.test_docs import DOCS, OTHER_PROGRAMS, SHELLS, _commands, _shell_lines
 
 MARK = re.compile(r'<!-- docs-test: (not run "(?P<pattern>[^"]+)": (?P<why>[^>]+?)'
@@ -105,6 +109,20 @@ def _run(argv, workdir, timeout=600):
                           timeout=timeout)
 
 
+def _entry_module(module):
+    """What `python -m module` runs: the module, or a package's __main__."""
+    spec = importlib.util.find_spec(module)
+    return f"{module}.__main__" if spec.submodule_search_locations is not None else module
+
+
+def _run_command(argv, workdir):
+    """`argv` (from _command_argv): a `python -m electra_tf...` command in this process where its
+    flags allow, anything else in a process of its own."""
+    if argv[1] == "-m" and argv[2].startswith("electra_tf") and not needs_a_process(argv[3:]):
+        return run_in_process(argv[3:], module=_entry_module(argv[2]), cwd=workdir)
+    return _run(argv, workdir)
+
+
 def _link_repository_folders(workdir):
     """The docs run from the repository root: its tools/ and configs/ are there."""
     for name in ("tools", "configs"):
@@ -162,7 +180,7 @@ def run_docs(docs, workdir, seconds=None):
                     done.add(tuple(command))
                     make_inputs(text, workdir)
                     started = time.time()
-                    result = _run(argv, workdir)
+                    result = _run_command(argv, workdir)
                     seconds.append((time.time() - started, where, text[:100]))
                     ran += 1
                     if result.returncode != 0:

@@ -138,7 +138,7 @@ def read_original_stream(documents_in_file_order: list[list[int]], work_dir: str
     dataset = tf.data.Dataset.from_tensor_slices(paths).repeat()
     dataset = dataset.shuffle(len(paths), seed=seed)
     dataset = dataset.interleave(tf.data.TFRecordDataset, cycle_length=ORIGINAL_CYCLE,
-                                 block_length=1, deterministic=True)
+                                 block_length=1)  # sequential, hence in order
     dataset = dataset.shuffle(ORIGINAL_BUFFER, seed=seed + 1)
     dataset = dataset.map(lambda r: tf.io.decode_raw(r, tf.int64)[0])
     dataset = dataset.batch(batch_size, drop_remainder=True).take(steps)
