@@ -466,6 +466,50 @@ def test_embedded_corpus_is_substantial_and_deterministic(tmp_path):
     assert "Supporting definitions for the Python regression tests" not in text  # test/ skipped
 
 
+MODULE_SOURCES = [
+    '"""Doc."""\nx = 1\n',
+    '#!/usr/bin/env python\n# -*- coding: latin-1 -*-\n# a comment\n\n"""After comments."""\n',
+    "r'''Raw \\d\n    indented\n      more'''\n",
+    '"Adjacent " "literals"\n"""not the docstring"""\n',
+    '("Parenthesised "\n "across lines")\n',
+    '(("Twice"))\n',
+    '("a")("b")\n',        # a call
+    'import os\n"""Not first."""\n',
+    '"a" + b\n',            # an expression, not a lone literal
+    'b"bytes"\n',           # not a str: no docstring
+    'f"{x} string"\n',      # a JoinedStr: no docstring
+    '"""Doc.""" ; x = 1\n',
+    '',
+    '"unterminated\n',
+]
+
+
+def test_module_docstring_is_what_ast_reads():
+    """The token-level read of a module docstring agrees with ast.get_docstring on the odd
+    cases and on every standard-library module the embedded corpus reads."""
+    import ast
+    import sysconfig
+
+    def by_ast(source):
+        try:
+            return ast.get_docstring(ast.parse(source))
+        except SyntaxError:
+            return None
+
+    for source in MODULE_SOURCES:
+        data = source.encode("latin-1")
+        assert corpus_lib.module_docstring(data) == by_ast(data), source
+    root, checked = sysconfig.get_paths()["stdlib"], 0
+    for directory, subdirs, names in os.walk(root):
+        subdirs[:] = [d for d in subdirs if d not in corpus_lib.EMBEDDED_SKIP_DIRS]
+        for name in (n for n in names if n.endswith(".py")):
+            with open(os.path.join(directory, name), "rb") as f:
+                data = f.read()
+            assert corpus_lib.module_docstring(data) == by_ast(data), name
+            checked += 1
+    assert checked > 300
+
+
 # ---------------------------------------------------------------------------------------------
 # TFDS
 
