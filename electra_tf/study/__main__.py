@@ -15,7 +15,8 @@ the best dev accuracy, and writes into --output_dir:
 A missing data directory is built as `python -m electra_tf.build_debian_corpus` does; a missing
 vocabulary and records are built in it. Rerun the same command after an interruption: finished
 pieces (data, pretraining, trials) are not redone; SIGTERM stops cleanly. A study that varies
-only the pretraining can take another's no-pretraining trials: --random_from DIR. The report of
+only the pretraining can take another's no-pretraining trials: --random_from DIR; one that varies
+only the fine-tuning, another's pretrained encoders: --pretraining_from DIR. The report of
 a study still running:
 `python -c "from electra_tf.study import write_report; write_report('runs/study')"`.
 """
@@ -73,6 +74,11 @@ flags.DEFINE_bool("pretrain_only", False, "Stop after pretraining.")
 flags.DEFINE_string("random_from", None, "Another study directory whose no-pretraining trials "
                     "to reuse instead of running them again: it must have the same data_dir, "
                     "pretraining recipe, model overrides and fine-tuning settings (checked).")
+flags.DEFINE_string("pretraining_from", None, "Another study directory whose pretraining "
+                    "runs to fine-tune instead of pretraining again (a study that varies only "
+                    "the fine-tuning): it must have the same data_dir, pretraining recipe, "
+                    "overrides, schedule and max_seq_length, and every checkpoint and "
+                    "objective asked for (checked).")
 flags.DEFINE_bool("keep_finetune_checkpoints", False, "Keep each fine-tuning trial's final "
                   "checkpoint (by default deleted once its results are written).")
 
@@ -97,7 +103,7 @@ def main(argv):
             vocab_size=FLAGS.vocab_size, max_seq_length=FLAGS.max_seq_length,
             pretrain_only=FLAGS.pretrain_only,
             keep_finetune_checkpoints=FLAGS.keep_finetune_checkpoints,
-            random_from=FLAGS.random_from)
+            random_from=FLAGS.random_from, pretraining_from=FLAGS.pretraining_from)
         print(format_closing(result), flush=True)
         return 0
 

@@ -20,6 +20,7 @@ from electra_tf.pretraining_data.batch_growth import BatchGrowth
 from electra_tf.pretraining_data.masking import max_predictions_per_seq
 from electra_tf.study import plan
 from electra_tf.study.data import StudyData
+from electra_tf.study.plan import StudyError
 from electra_tf.training.flops import pretraining_step_flops
 from electra_tf.training.pretrain import RunError, pretrain, resolve_pretrain_config
 
@@ -83,12 +84,22 @@ def _finished(run_dir: str, run: plan.PretrainingPlan) -> bool:
 
 
 def pretrain_all(runs: list[plan.PretrainingPlan], config_name: str, user_overrides,
-                 data: StudyData, output_dir: str, preemption) -> list[plan.Encoder] | None:
+                 data: StudyData, output_dir: str, preemption,
+                 pretraining_from: str | None = None) -> list[plan.Encoder] | None:
     """Trains (or resumes) each run; returns its encoders, or None when SIGTERM stopped a run
-    (its checkpoint is saved: run the study again to continue)."""
+    (its checkpoint is saved: run the study again to continue). With `pretraining_from` (a
+    study of the same pretraining settings, `reuse.check_pretraining_compatible`), the encoders
+    are that study's checkpoints, which must all be there: nothing is trained."""
     encoders = []
     for run in runs:
-        run_dir = objective_run_dir(output_dir, run.objective)
+        run_dir = objective_run_dir(pretraining_from or output_dir, run.objective)
+        if pretraining_from and not _finished(run_dir, run):
+            missing = [step for step in run.encoder_steps
+                       if not os.path.exists(checkpoint_path(run_dir, step) + ".index")]
+            raise StudyError(f"--pretraining_from {pretraining_from}: {run_dir}/checkpoints "
+                             f"lacks the {run.objective} checkpoints of steps "
+                             f"{', '.join(map(str, missing))}: finish that study's pretraining "
+                             "first (rerun it, with --pretrain_only to stop there)")
         if _finished(run_dir, run):
             logging.info("%s pretraining is finished (%s); keeping it", run.objective, run_dir)
         else:

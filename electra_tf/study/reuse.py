@@ -8,6 +8,13 @@ the data directory, the fine-tuning settings, and the encoder's sizes (the pretr
 and its `model.*` overrides, less those that only shape pretraining: the generator's and
 `model.embedding_sharing`, since fine-tuning builds the discriminator alone and a GDES run's is
 a plain ELECTRA, and dropout, which fine-tuning sets afresh). Anything else is refused with the setting that differs.
+
+`--pretraining_from DIR`: the other study's pretraining runs, reused. Studies that vary only
+the fine-tuning (its optimizer, step floor, top-layer re-initialisation) fine-tune the same
+encoders: a study given another's directory reads the encoders at its checkpoints from there
+instead of pretraining again, when the data directory, the pretraining recipe and overrides,
+the schedule and the sequence length are the same and the other study has every checkpoint
+and objective asked for.
 """
 
 from __future__ import annotations
@@ -21,6 +28,9 @@ from electra_tf.study.plan import STUDY_FILE, StudyError
 # Settings that decide what a random-initialisation trial computes, besides the model sizes.
 SAME_FOR_RANDOM = ("data_dir", "pretrain_config", "finetune_config", "finetune_overrides",
                    "min_finetune_steps", "finetune_max_seq_length")
+# Settings that decide the weights of a pretraining run at a step.
+SAME_FOR_PRETRAINING = ("data_dir", "pretrain_config", "overrides", "schedule_steps",
+                        "max_seq_length")
 
 
 # `model.*` keys that shape pretraining only, not the encoder fine-tuning builds: how it shares
@@ -44,10 +54,10 @@ def _override_key(override: str) -> str:
     return override.split("=", 1)[0].strip()
 
 
-def read_settings(study_dir: str) -> dict:
+def read_settings(study_dir: str, flag: str = "--random_from") -> dict:
     path = os.path.join(study_dir, STUDY_FILE)
     if not os.path.exists(path):
-        raise StudyError(f"--random_from {study_dir}: no {STUDY_FILE} there (not a study "
+        raise StudyError(f"{flag} {study_dir}: no {STUDY_FILE} there (not a study "
                          "directory)")
     with open(path, encoding="utf-8") as f:
         return json.load(f).get("settings", {})
@@ -66,6 +76,22 @@ def check_compatible(other: dict, settings: dict, other_dir: str) -> None:
     if mine != theirs:
         raise StudyError(f"--random_from {other_dir}: its model overrides are {theirs}, this "
                          f"study's {mine}: the encoders differ in size")
+
+
+def check_pretraining_compatible(other: dict, settings: dict, other_dir: str) -> None:
+    """Raises StudyError naming the first setting in which the other study's pretraining
+    differs from the one this study would run, or the checkpoint or objective it lacks."""
+    for key in SAME_FOR_PRETRAINING:
+        if other.get(key) != settings.get(key):
+            raise StudyError(f"--pretraining_from {other_dir}: its {key} is {other.get(key)!r}, "
+                             f"this study's {settings.get(key)!r}; its encoders would not be "
+                             "this study's")
+    for key, noun in (("checkpoints", "checkpoints"), ("objectives", "objectives")):
+        missing = [value for value in settings.get(key, ()) if value not in other.get(key, ())]
+        if missing:
+            raise StudyError(f"--pretraining_from {other_dir}: it has no {noun} "
+                             f"{', '.join(map(str, missing))} (its {noun}: "
+                             f"{', '.join(map(str, other.get(key, ())))})")
 
 
 def reuse_random_trials(output_dir: str, other_dir: str, settings: dict) -> int:

@@ -34,7 +34,7 @@ from electra_tf.training.callbacks import with_preemption
 FIXED_SETTINGS = ("data_dir", "pretrain_config", "overrides", "checkpoints", "schedule_steps",
                   "max_seq_length",
                   "finetune_config", "finetune_overrides", "min_finetune_steps",
-                  "finetune_max_seq_length")
+                  "finetune_max_seq_length", "pretraining_from")
 
 
 @dataclasses.dataclass
@@ -87,7 +87,7 @@ def run_study(*, data_dir: str = "data/debian", output_dir: str = "runs/study",
               objectives: Sequence[str] = ("electra", "mlm"), vocab_size: int = 8000,
               max_seq_length: int = 128, pretrain_only: bool = False,
               keep_finetune_checkpoints: bool = False, random_from: str | None = None,
-              preemption=None) -> StudyResult:
+              pretraining_from: str | None = None, preemption=None) -> StudyResult:
     """Runs (or resumes) the study and writes its report; see the module docstring.
 
     Args:
@@ -114,6 +114,9 @@ def run_study(*, data_dir: str = "data/debian", output_dir: str = "runs/study",
         the trial's results are written; results.json keeps it from being rerun).
       random_from: another study's directory whose random-initialisation trials this one
         reuses (`study.reuse`: same data, fine-tuning settings and encoder sizes, or refused).
+      pretraining_from: another study's directory whose pretraining runs this one fine-tunes
+        instead of pretraining (`study.reuse`: same data and pretraining settings, every
+        checkpoint and objective finished there, or refused).
       preemption: a `callbacks.Preemption` installed earlier (SIGTERM: stop, rerun to resume).
     """
     checkpoints = plan.parse_checkpoints(checkpoints)
@@ -136,10 +139,15 @@ def run_study(*, data_dir: str = "data/debian", output_dir: str = "runs/study",
                 "min_finetune_steps": min_finetune_steps,
                 "finetune_max_seq_length": finetune_max_seq_length,
                 "objectives": list(objectives), "labels": [str(n) for n in label_counts],
-                "seeds": seeds, "learning_rates": list(learning_rates)}
+                "seeds": seeds, "learning_rates": list(learning_rates),
+                "pretraining_from": pretraining_from and os.path.abspath(pretraining_from)}
     _check_settings(output_dir, settings)
     if random_from:  # checked before anything is built
         reuse.check_compatible(reuse.read_settings(random_from), settings, random_from)
+    if pretraining_from:
+        reuse.check_pretraining_compatible(
+            reuse.read_settings(pretraining_from, "--pretraining_from"), settings,
+            pretraining_from)
     finetune_recipe = read_recipe(finetune_config)  # once, for every trial; refused here
 
     data = data_lib.prepare_data(data_dir, vocab_size, max_seq_length)
@@ -153,7 +161,7 @@ def run_study(*, data_dir: str = "data/debian", output_dir: str = "runs/study",
     os.makedirs(output_dir, exist_ok=True)
     _write_study_file(output_dir, settings, runs, data)
     encoders = pretraining.pretrain_all(runs, pretrain_config, overrides, data, output_dir,
-                                        preemption)
+                                        preemption, pretraining_from)
     if encoders is None:
         logging.info("preempted during pretraining; rerun the same command to continue")
         return StudyResult("preempted", output_dir, [])

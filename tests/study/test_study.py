@@ -296,6 +296,46 @@ def test_random_from_a_directory_without_a_study_is_refused_before_anything_runs
     assert not (tmp_path / "no_data").exists()
 
 
+@pytest.mark.parametrize("change, named", [
+    ({"overrides": ["run.max_seq_length=128", "optimizer.learning_rate=2e-3"]}, "overrides"),
+    ({"schedule_steps": 16000}, "schedule_steps"),
+    ({"data_dir": "/data/other"}, "data_dir"),
+    ({"pretrain_config": "pretrain/mini"}, "pretrain_config"),
+    ({"max_seq_length": 256}, "max_seq_length"),
+    ({"checkpoints": [1000, 2000]}, "no checkpoints 4000"),
+    ({"objectives": ["electra"]}, "no objectives mlm"),
+])
+def test_pretraining_from_refuses_a_study_whose_encoders_differ(tmp_path, change, named):
+    from electra_tf.study import reuse
+
+    pretraining = {"checkpoints": [1000, 2000, 4000], "schedule_steps": 4000,
+                   "max_seq_length": 128, "objectives": ["electra", "mlm"]}
+    other = _write_study(tmp_path / "other", [], **{**pretraining, **change})
+    mine = _write_study(tmp_path / "mine", [], **pretraining,
+                        finetune_overrides=["optimizer.bias_correction=true"])
+    same = _write_study(tmp_path / "same", [], **pretraining)  # another fine-tuning only
+    reuse.check_pretraining_compatible(same, mine, "same")
+    with pytest.raises(plan.StudyError, match=named):
+        reuse.check_pretraining_compatible(other, mine, "other")
+
+
+def test_pretraining_from_a_study_whose_pretraining_is_unfinished_is_refused(tmp_path):
+    from electra_tf.study import pretraining
+
+    run = plan.electra_plan((10, 20), 1e9, None, None)
+    finished = tmp_path / "other" / "pretrain" / "electra" / "checkpoints"
+    finished.mkdir(parents=True)
+    (finished / "ckpt-10.index").write_text("")
+    with pytest.raises(plan.StudyError, match="lacks the electra checkpoints of steps 20"):
+        pretraining.pretrain_all([run], "pretrain/demo", [], None, str(tmp_path / "mine"), None,
+                                 pretraining_from=str(tmp_path / "other"))
+    (finished / "ckpt-20.index").write_text("")  # finished: read from there, nothing trained
+    encoders = pretraining.pretrain_all([run], "pretrain/demo", [], None, str(tmp_path / "mine"),
+                                        None, pretraining_from=str(tmp_path / "other"))
+    assert [e.checkpoint for e in encoders] == [str(finished / f"ckpt-{s}") for s in (10, 20)]
+    assert not (tmp_path / "mine").exists()
+
+
 def test_help_documents_every_flag():
     result = run_cli(["--help"], module="electra_tf.study", timeout=120)
     assert result.returncode == 0 and "Traceback" not in result.stderr
@@ -303,7 +343,7 @@ def test_help_documents_every_flag():
     for flag in ("data_dir", "output_dir", "pretrain_config", "override", "checkpoints", "labels",
                  "seeds", "learning_rates", "finetune_config", "finetune_override",
                  "min_finetune_steps", "finetune_max_seq_length", "objectives", "vocab_size",
-                 "max_seq_length", "[no]pretrain_only", "random_from"):
+                 "max_seq_length", "[no]pretrain_only", "random_from", "pretraining_from"):
         assert f"--{flag}:" in result.stdout, flag
 
 
@@ -398,6 +438,29 @@ def test_a_tiny_study_runs_end_to_end_and_resumes(tmp_path):
     # Another pretraining setting in the same directory is refused before anything runs.
     changed = run_in_process([*args, "--checkpoints", "10,20"], module=MODULE)
     assert changed.returncode == 1 and "checkpoints" in changed.stderr
+
+    # A study of another fine-tuning on the same pretraining fine-tunes this study's encoders.
+    tuned = tmp_path / "bias_correction"
+    reused = run_in_process(
+        ["--data_dir", data_dir, "--output_dir", str(tuned), *STUDY_ARGS, "--objectives",
+         "electra", "--checkpoints", "40", "--schedule_steps", "40", "--seeds", "1",
+         "--learning_rates", "1e-3", "--pretraining_from",
+         str(output_dir), "--finetune_override", "optimizer.bias_correction=true"],
+        module=MODULE)
+    assert reused.returncode == 0, reused.stderr[-5000:]
+    assert not (tuned / "pretrain").exists()
+    assert f"electra pretraining is finished ({output_dir / 'pretrain' / 'electra'})" in (
+        reused.stderr)
+    tuned_records = results.read_records(str(tuned))
+    assert sorted(r["encoder"] for r in tuned_records) == ["electra@40", "random"]
+    assert all(r["lr"] == 1e-3 and r["seed"] == 0 for r in tuned_records)
+    # ... and refuses a checkpoint that study does not have, before anything runs
+    missing = run_in_process(
+        ["--data_dir", data_dir, "--output_dir", str(tmp_path / "longer"), *STUDY_ARGS,
+         "--checkpoints", "10,20", "--schedule_steps", "40", "--pretraining_from",
+         str(output_dir)], module=MODULE)
+    assert missing.returncode == 1 and "it has no checkpoints 20" in missing.stderr
+    assert not (tmp_path / "longer").exists()
 
 
 def test_gap_trends_fit_the_gap_to_random_init_in_log_flops():
