@@ -11,6 +11,9 @@ the weights show whether the updates are the same on any machine. The schedule h
 so the first update moves the weights too, and weights are compared to a fraction of how far
 they moved: an absolute tolerance can be larger than the updates themselves."""
 
+import dataclasses
+import functools
+
 import keras
 import numpy as np
 import pytest
@@ -57,15 +60,43 @@ def _pretrainer(objective_config, weights=None, accumulation=1, strategy=None, j
     return model
 
 
+def _weights(model):
+    return [v.numpy() for v in model.trainable_variables]
+
+
 def _assert_moved_alike(whole, other, initial):
     """`other`'s weights are `whole`'s to 1e-2 of how far `whole`'s moved from `initial` (all
     variables' differences as one vector): a tolerance relative to what the updates did, where an
-    absolute one can exceed the updates themselves."""
-    moved = np.sqrt(sum(np.sum((a.numpy() - i) ** 2)
-                        for a, i in zip(whole.trainable_variables, initial)))
-    apart = np.sqrt(sum(np.sum((b.numpy() - a.numpy()) ** 2)
-                        for a, b in zip(whole.trainable_variables, other.trainable_variables)))
+    absolute one can exceed the updates themselves. Models or lists of their trainable
+    variables' values."""
+    whole, other = (_weights(m) if isinstance(m, keras.Model) else m for m in (whole, other))
+    moved = np.sqrt(sum(np.sum((a - i) ** 2) for a, i in zip(whole, initial)))
+    apart = np.sqrt(sum(np.sum((b - a) ** 2) for a, b in zip(whole, other)))
     assert moved > 0 and apart <= 1e-2 * moved, (apart, moved)
+
+
+@dataclasses.dataclass(frozen=True)
+class WholeRun:
+    """A fit of the whole batches (`_batches`, no accumulation, one chain, one device): what
+    the runs of every test here are compared with."""
+
+    initial: list  # the weights before (get_weights)
+    final: list  # the trainable variables' values after
+    logs: dict  # fit's history
+    first_moments: dict  # Adam's first moment after the first update, by variable name
+
+
+@functools.lru_cache(maxsize=None)
+def _whole_run(name) -> WholeRun:
+    """The whole-batch fit of objective `name`, once per module (several tests compare with
+    it): seed 0, then the model, as each test did for itself."""
+    keras.utils.set_random_seed(0)
+    whole = _pretrainer(OBJECTIVES[name])
+    initial, moments = whole.get_weights(), {}
+    keep_first = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: (
+        moments.setdefault("first", _first_moments(whole))))
+    logs = whole.fit(_dataset(_batches()), epochs=1, verbose=0, callbacks=[keep_first]).history
+    return WholeRun(initial, _weights(whole), logs, moments["first"])
 
 
 def _assert_trains_alike(whole, other, dataset):
@@ -77,6 +108,17 @@ def _assert_trains_alike(whole, other, dataset):
     assert int(other.optimizer.iterations.numpy()) == UPDATES  # updates, not micro-batches
     _assert_moved_alike(whole, other, initial)
     for key, values in whole_logs.items():  # losses and token metrics alike
+        np.testing.assert_allclose(other_logs[key], values, rtol=1e-5, atol=1e-6, err_msg=key)
+
+
+def _assert_trains_as_the_whole_batch(name, other):
+    """Fits `other` (built with `_whole_run(name).initial`) for one epoch of the batches: the
+    whole run's updates (optimizer steps) and weights, and its logs, losses and metrics."""
+    whole = _whole_run(name)
+    other_logs = other.fit(_dataset(_batches()), epochs=1, verbose=0).history
+    assert int(other.optimizer.iterations.numpy()) == UPDATES  # updates, not micro-batches
+    _assert_moved_alike(whole.final, other, whole.initial)
+    for key, values in whole.logs.items():  # losses and token metrics alike
         np.testing.assert_allclose(other_logs[key], values, rtol=1e-5, atol=1e-6, err_msg=key)
 
 
@@ -130,32 +172,25 @@ def test_accumulated_updates_move_the_first_moment_and_weights_as_the_whole_batc
     means was off by up to 0.5), above a floor of 1e-6 of the largest element for gradients that
     are zero but for rounding (the key biases'). After three updates the weights have moved as
     the whole batch's to 1e-2 of how far they moved (that mean: 0.15)."""
-    batches = _batches()
-    keras.utils.set_random_seed(0)
-    whole = _pretrainer(OBJECTIVES["electra"])
-    initial = whole.get_weights()
-    accumulated = _pretrainer(OBJECTIVES["electra"], initial, accumulation=4)
+    whole = _whole_run("electra")
+    accumulated = _pretrainer(OBJECTIVES["electra"], whole.initial, accumulation=4)
     moments = {}
-    for name, model in (("whole", whole), ("accumulated", accumulated)):
-        keep_first = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: (
-            moments.setdefault(name, _first_moments(model))))
-        model.fit(_dataset(batches), epochs=1, verbose=0, callbacks=[keep_first])
-    assert len(moments["whole"]) == len(whole.trainable_variables)
-    floor = 1e-6 * max(np.abs(m).max() for m in moments["whole"].values())
-    for key, m in moments["whole"].items():
-        difference = np.linalg.norm(moments["accumulated"][key] - m)
+    keep_first = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: (
+        moments.setdefault("first", _first_moments(accumulated))))
+    accumulated.fit(_dataset(_batches()), epochs=1, verbose=0, callbacks=[keep_first])
+    assert len(whole.first_moments) == len(accumulated.trainable_variables)
+    floor = 1e-6 * max(np.abs(m).max() for m in whole.first_moments.values())
+    for key, m in whole.first_moments.items():
+        difference = np.linalg.norm(moments["first"][key] - m)
         assert difference <= 1e-3 * np.linalg.norm(m) + floor, key
-    _assert_moved_alike(whole, accumulated, initial)
+    _assert_moved_alike(whole.final, accumulated, whole.initial)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(OBJECTIVES))
 def test_four_micro_batches_of_eight_update_as_one_batch_of_32(name):
-    batches = _batches()
-    keras.utils.set_random_seed(0)
-    whole = _pretrainer(OBJECTIVES[name])
-    accumulated = _pretrainer(OBJECTIVES[name], whole.get_weights(), accumulation=4)
-    _assert_trains_alike(whole, accumulated, lambda: _dataset(batches))
+    accumulated = _pretrainer(OBJECTIVES[name], _whole_run(name).initial, accumulation=4)
+    _assert_trains_as_the_whole_batch(name, accumulated)
 
 
 @pytest.mark.slow
@@ -163,12 +198,9 @@ def test_four_micro_batches_of_eight_update_as_one_batch_of_32(name):
 def test_two_chains_update_as_one_batch(accumulation):
     """`parallel_chains`: the batch (or each micro-batch) as two chains side by side in one
     step, the same updates and logs as the batch at once."""
-    batches = _batches()
-    keras.utils.set_random_seed(0)
-    whole = _pretrainer(OBJECTIVES["electra"])
-    chained = _pretrainer(OBJECTIVES["electra"], whole.get_weights(), accumulation=accumulation,
-                          chains=2)
-    _assert_trains_alike(whole, chained, lambda: _dataset(batches))
+    chained = _pretrainer(OBJECTIVES["electra"], _whole_run("electra").initial,
+                          accumulation=accumulation, chains=2)
+    _assert_trains_as_the_whole_batch("electra", chained)
 
 
 @pytest.mark.slow
@@ -188,17 +220,13 @@ def test_two_chains_run_each_block_twice_in_one_step():
 
 @pytest.mark.slow
 def test_the_mirrored_strategy_accumulates_over_replicas_and_micro_batches():
-    batches = _batches()
-    keras.utils.set_random_seed(0)
-    one = _pretrainer(OBJECTIVES["electra"])
-    two = _pretrainer(OBJECTIVES["electra"], one.get_weights(), accumulation=2,
+    one = _whole_run("electra")
+    two = _pretrainer(OBJECTIVES["electra"], one.initial, accumulation=2,
                       strategy=tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
-    initial = one.get_weights()
-    one_logs = one.fit(_dataset(batches), epochs=1, verbose=0).history
-    two_logs = two.fit(_dataset(batches), epochs=1, verbose=0).history  # 2 x 2 x 8 rows
-    _assert_moved_alike(one, two, initial)
+    two_logs = two.fit(_dataset(_batches()), epochs=1, verbose=0).history  # 2 x 2 x 8 rows
+    _assert_moved_alike(one.final, two, one.initial)
     for key in ("loss", "mlm_loss", "disc_loss", "disc_auc"):
-        np.testing.assert_allclose(two_logs[key], one_logs[key], rtol=1e-5, err_msg=key)
+        np.testing.assert_allclose(two_logs[key], one.logs[key], rtol=1e-5, err_msg=key)
 
 
 @pytest.mark.slow
