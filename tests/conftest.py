@@ -62,6 +62,22 @@ def require(module_name):
         pytest.skip(f"{module_name} is not installed")
 
 
+@pytest.fixture(scope="session")
+def plain_export(tmp_path_factory):
+    """plain_export(name) -> the directory of the float32, uncompiled SavedModel of
+    tests.test_export_xla.exporter_of(name)'s tiny model, written once a session: the export
+    that the compiled, bfloat16 and transposed exports of the same model are compared with."""
+    from tests.test_export_xla import exporter_of
+
+    written = {}
+
+    def directory(name):
+        if name not in written:
+            written[name] = exporter_of(name)(str(tmp_path_factory.mktemp(f"plain_{name}")), False)
+        return written[name]
+    return directory
+
+
 @pytest.fixture
 def no_network(monkeypatch):
     """Any connection attempt fails (TFDS mock tests must never download)."""

@@ -28,19 +28,19 @@ from tests.test_export_xla import exporter_of, paired_outputs
 ATOL, RTOL = 0.08, 0.05
 
 
-def _loaded(name, root):
+def _loaded(name, root, plain_export):
     """{dtype: the loaded SavedModel} of exporter `name`'s model, float32 and bfloat16."""
-    export = exporter_of(name)
-    return {dtype: tf.saved_model.load(export(str(root / f"{name}_{dtype}"), False, dtype))
-            for dtype in ("float32", "bfloat16")}
+    return {"float32": tf.saved_model.load(plain_export(name)),
+            "bfloat16": tf.saved_model.load(exporter_of(name)(str(root / f"{name}_bfloat16"),
+                                                              False, "bfloat16"))}
 
 
 @pytest.mark.parametrize("name", ["discriminator", "classifier", *(
     pytest.param(name, marks=pytest.mark.slow)
     for name in ("regressor", "tagger", "question_answerer"))])
 @pytest.mark.slow
-def test_bfloat16_export_matches_the_float32_one(name, tmp_path):
-    loaded = _loaded(name, tmp_path)
+def test_bfloat16_export_matches_the_float32_one(name, tmp_path, plain_export):
+    loaded = _loaded(name, tmp_path, plain_export)
     assert {v.dtype for v in loaded["bfloat16"].variables if v.dtype.is_floating} == {
         tf.bfloat16}
     plain, half = (model.signatures["serving_default"] for model in loaded.values())

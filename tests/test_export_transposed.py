@@ -41,9 +41,8 @@ def transposed_products(signature):
     pytest.param(name, marks=pytest.mark.slow)
     for name in ("regressor", "tagger", "question_answerer"))])
 @pytest.mark.slow
-def test_transposed_export_matches_the_plain_one(name, tmp_path):
-    export = exporter_of(name)
-    directories = export(str(tmp_path / "plain"), False), export(
+def test_transposed_export_matches_the_plain_one(name, tmp_path, plain_export):
+    directories = plain_export(name), exporter_of(name)(
         str(tmp_path / "transposed"), False, "float32", True)
     plain, transposed = (tf.saved_model.load(directory).signatures["serving_default"]
                          for directory in directories)
@@ -69,11 +68,11 @@ def test_transposed_export_matches_the_plain_one(name, tmp_path):
 
 
 @pytest.mark.slow
-def test_transposed_bfloat16_export_matches_the_float32_one(tmp_path):
-    export = exporter_of("classifier")
-    plain, half = (tf.saved_model.load(export(str(tmp_path / dtype), False, dtype, dtype ==
-                                              "bfloat16")).signatures["serving_default"]
-                   for dtype in ("float32", "bfloat16"))
+def test_transposed_bfloat16_export_matches_the_float32_one(tmp_path, plain_export):
+    directories = plain_export("classifier"), exporter_of("classifier")(
+        str(tmp_path / "bfloat16"), False, "bfloat16", True)
+    plain, half = (tf.saved_model.load(directory).signatures["serving_default"]
+                   for directory in directories)
     assert len(transposed_products(half)) == (len(transposed_products(plain))
                                               + transposed_products_per_export("classifier"))
     for key, value, got in paired_outputs(plain, half):

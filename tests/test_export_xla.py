@@ -59,11 +59,10 @@ def exporter_of(name):
         serving_copy(model, dtype, transposed_feedforward), d, jit)
 
 
-def _loaded(name, root):
+def _loaded(name, root, plain_export):
     """{jit_compile: the loaded SavedModel} of exporter `name`, plain and compiled."""
-    export = exporter_of(name)
-    return {jit: tf.saved_model.load(export(str(root / f"{name}_{jit}"), jit))
-            for jit in (False, True)}
+    return {False: tf.saved_model.load(plain_export(name)),
+            True: tf.saved_model.load(exporter_of(name)(str(root / f"{name}_compiled"), True))}
 
 
 # The fast tier keeps one pretraining and one fine-tuning export (about 3 s each to write).
@@ -71,9 +70,9 @@ def _loaded(name, root):
     pytest.param(name, marks=pytest.mark.slow)
     for name in ("regressor", "tagger", "question_answerer"))])
 @pytest.mark.slow
-def test_compiled_export_matches_the_plain_one(name, tmp_path):
+def test_compiled_export_matches_the_plain_one(name, tmp_path, plain_export):
     plain, compiled = (model.signatures["serving_default"]
-                       for model in _loaded(name, tmp_path).values())
+                       for model in _loaded(name, tmp_path, plain_export).values())
     assert op_report(plain)[1] == []
     assert any(marker.endswith(":_XlaMustCompile") for marker in op_report(compiled)[1])
     for key, value, got in paired_outputs(plain, compiled):
@@ -97,7 +96,8 @@ def paired_outputs(plain, other):
 
 @pytest.mark.slow
 def test_compiled_export_still_checks_its_inputs(tmp_path):
-    compiled = _loaded("classifier", tmp_path)[True].signatures["serving_default"]
+    compiled = tf.saved_model.load(exporter_of("classifier")(
+        str(tmp_path / "compiled"), True)).signatures["serving_default"]
     ids, mask, segments = (tf.constant(t) for t in padded_inputs([4], 4, 0))
     with pytest.raises(tf.errors.InvalidArgumentError, match="input_ids must be below"):
         compiled(input_ids=ids + 1000, input_mask=mask, segment_ids=segments)
