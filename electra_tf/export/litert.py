@@ -61,7 +61,10 @@ def export_litert(model, path: str, *, max_seq_length: int = 128,
     try:
         with tempfile.TemporaryDirectory(prefix="litert_") as staging:
             archive = new_archive(model)
-            archive.add_endpoint("serving_default", outputs, input_signature=spec)
+            # traced once here: ExportArchive alone traces an endpoint twice (savedmodel.py)
+            traced = tf.function(outputs, input_signature=spec, autograph=False)
+            archive.add_endpoint("serving_default", traced.get_concrete_function(),
+                                 input_signature=spec)
             archive.write_out(staging, verbose=False)
             content = _convert(staging, quantize, kind)
     finally:

@@ -57,6 +57,7 @@ EXAMPLES_SIGNATURE = "serve_examples"
 TEXT_SIGNATURE = "serve_text"
 EMBEDDINGS_SIGNATURE = "serve_embeddings"
 TEXT_EMBEDDINGS_SIGNATURE = "serve_text_embeddings"
+ID_SPECS = [tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES]
 
 
 def new_archive(*layers) -> keras.export.ExportArchive:
@@ -113,9 +114,7 @@ def export_discriminator(pretrainer, export_dir: str, *, with_examples: bool = T
     # The first endpoint is the default; ExportArchive wraps each one in a tf.function without
     # jit_compile (plain TensorFlow ops; `forward` may be a compiled function inside it) and
     # without autograph.
-    archive.add_endpoint(
-        DEFAULT_SIGNATURE, outputs,
-        input_signature=[tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES])
+    archive.add_endpoint(DEFAULT_SIGNATURE, outputs, input_signature=ID_SPECS)
 
     if with_examples:
         def serve_examples(examples):
@@ -125,10 +124,7 @@ def export_discriminator(pretrainer, export_dir: str, *, with_examples: bool = T
                              input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
 
     if with_embeddings:
-        archive.add_endpoint(
-            EMBEDDINGS_SIGNATURE, embeddings,
-            input_signature=[tf.TensorSpec([None, None], tf.int32, name=name)
-                             for name in INPUT_NAMES])
+        archive.add_endpoint(EMBEDDINGS_SIGNATURE, embeddings, input_signature=ID_SPECS)
 
     if with_tokenizer:
         # ExportArchive has no public hook for plain assets: the vocabulary (and a SentencePiece
@@ -154,10 +150,15 @@ def export_discriminator(pretrainer, export_dir: str, *, with_examples: bool = T
 
 
 def checked_forward(forward, config, jit_compile: bool):
-    """`outputs(input_ids, input_mask, segment_ids)`: `forward` of the inputs behind
-    `validated_inputs`' checks, `forward` XLA-compiled as one function when `jit_compile` (the
-    checks' Assert ops stay outside it: XLA cannot compile them). Floating outputs are float32,
-    whatever the model computes in (`electra_tf.export.precision`)."""
+    """`outputs(input_ids, input_mask, segment_ids)`, int32 [batch, seq] each: `forward` of the
+    inputs behind `validated_inputs`' checks, `forward` XLA-compiled as one function when
+    `jit_compile` (the checks' Assert ops stay outside it: XLA cannot compile them). Floating
+    outputs are float32, whatever the model computes in (`electra_tf.export.precision`).
+
+    `outputs` is one traced function that every signature calls: the model is traced once per
+    export and stored once in the SavedModel. (A signature of its own is traced twice by
+    `ExportArchive.write_out`, outside and inside `tf.saved_model.save`, whose context is part
+    of tf.function's cache key: four traces of the model for two signatures.)"""
     if jit_compile:
         forward = tf.function(forward, jit_compile=True, autograph=False)
 
@@ -166,7 +167,7 @@ def checked_forward(forward, config, jit_compile: bool):
         return tf.nest.map_structure(
             lambda t: tf.cast(t, tf.float32) if t.dtype.is_floating else t, result)
 
-    return outputs
+    return tf.function(outputs, input_signature=ID_SPECS, autograph=False).get_concrete_function()
 
 
 def validated_inputs(input_ids, input_mask, segment_ids, config):
@@ -203,9 +204,7 @@ def validated_inputs(input_ids, input_mask, segment_ids, config):
 def add_id_endpoints(archive, outputs, with_examples: bool) -> None:
     """`serving_default` (three int32 [batch, seq] inputs) and, if asked, `serve_examples`
     (serialized tf.Examples) for `outputs(input_ids, input_mask, segment_ids) -> dict`."""
-    archive.add_endpoint(
-        DEFAULT_SIGNATURE, outputs,
-        input_signature=[tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES])
+    archive.add_endpoint(DEFAULT_SIGNATURE, outputs, input_signature=ID_SPECS)
     if with_examples:
         archive.add_endpoint(EXAMPLES_SIGNATURE,
                              lambda examples: outputs(*parse_examples(examples)),
