@@ -130,9 +130,9 @@ def run_in_process(args, module="electra_tf.run_pretraining", cwd=REPO):
     cannot share FLAGS), parsed as app.run parses them; its main's SystemExit becomes the
     returncode, an exception a traceback on stderr and returncode 1. What a run changes in the
     process is put back after: absl's flags, environment variables, the SIGTERM handler, the
-    Keras dtype policy, the global random states, the working directory. Runs that change what cannot be put back
-    (--deterministic, --cpu_devices, --cpu_chains) or that test absl.app itself (--help) need
-    run_cli.
+    Keras dtype policy, the global random states, the working directory. Runs that change what
+    cannot be put back (--deterministic, --cpu_devices, --cpu_chains) or that test absl.app
+    itself (--help) need run_cli.
     """
     args = [str(a) for a in args]
     refused = needs_a_process(args)

@@ -75,12 +75,12 @@ def checkpoint_path(run_dir: str, step: int) -> str:
     return run_directory.step_checkpoint(run_dir, step)
 
 
-def _finished(run_dir: str, run: plan.PretrainingPlan) -> bool:
-    """Every encoder checkpoint of the run is on disk (so `pretrain` need not even start)."""
+def _missing_steps(run_dir: str, run: plan.PretrainingPlan) -> list[int]:
+    """The steps of the run's encoders whose checkpoint is not on disk."""
     import tensorflow as tf
 
-    return all(tf.io.gfile.exists(checkpoint_path(run_dir, step) + ".index")
-               for step in run.encoder_steps)
+    return [step for step in run.encoder_steps
+            if not tf.io.gfile.exists(checkpoint_path(run_dir, step) + ".index")]
 
 
 def pretrain_all(runs: list[plan.PretrainingPlan], config_name: str, user_overrides,
@@ -93,14 +93,13 @@ def pretrain_all(runs: list[plan.PretrainingPlan], config_name: str, user_overri
     encoders = []
     for run in runs:
         run_dir = objective_run_dir(pretraining_from or output_dir, run.objective)
-        if pretraining_from and not _finished(run_dir, run):
-            missing = [step for step in run.encoder_steps
-                       if not os.path.exists(checkpoint_path(run_dir, step) + ".index")]
+        missing = _missing_steps(run_dir, run)
+        if pretraining_from and missing:
             raise StudyError(f"--pretraining_from {pretraining_from}: {run_dir}/checkpoints "
                              f"lacks the {run.objective} checkpoints of steps "
                              f"{', '.join(map(str, missing))}: finish that study's pretraining "
                              "first (rerun it, with --pretrain_only to stop there)")
-        if _finished(run_dir, run):
+        if not missing:
             logging.info("%s pretraining is finished (%s); keeping it", run.objective, run_dir)
         else:
             logging.info("pretraining %s: %d steps (%.3g FLOPs each; learning rate scheduled "
@@ -119,8 +118,7 @@ def pretrain_all(runs: list[plan.PretrainingPlan], config_name: str, user_overri
                               preemption=preemption)
             if result.status != "finished":
                 return None
-            missing = [step for step in run.encoder_steps
-                       if not os.path.exists(checkpoint_path(run_dir, step) + ".index")]
+            missing = _missing_steps(run_dir, run)
             if missing:  # e.g. more than one preemption saved extra checkpoints in between
                 raise RunError(f"{run_dir}/checkpoints lacks the checkpoints of steps "
                                f"{', '.join(map(str, missing))} (deleted to keep "
