@@ -11,6 +11,7 @@ count, with seed 0 at every learning rate of the grid, then the other seeds at t
 the best dev accuracy, and writes into --output_dir:
   results.jsonl           one line per trial (encoder, FLOPs, n, lr, seed, dev, test, ...)
   summary.json, table.md  median test accuracy (min-max) over seeds per encoder and label count
+                          (summary.json: also the standard deviation and each seed's value)
   accuracy_vs_flops.png   one panel per label count: accuracy against pretraining FLOPs
 A missing data directory is built as `python -m electra_tf.build_debian_corpus` does; a missing
 vocabulary and records are built in it. Rerun the same command after an interruption: finished

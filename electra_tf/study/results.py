@@ -67,18 +67,22 @@ def choose_learning_rate(seed_zero: list[dict]) -> float | None:
 
 
 def _spread(values: list) -> dict:
-    """Median, min and max of the values that are not None (diverged trials), and their count."""
+    """Median, min, max and sample standard deviation (None for fewer than two) of the values
+    that are not None (diverged trials), and their count."""
     kept = [v for v in values if v is not None]
     if not kept:
-        return {"values": values, "median": None, "min": None, "max": None, "diverged": len(values)}
+        return {"values": values, "median": None, "min": None, "max": None, "std": None,
+                "diverged": len(values)}
     return {"values": values, "median": statistics.median(kept), "min": min(kept),
-            "max": max(kept), "diverged": len(values) - len(kept)}
+            "max": max(kept), "std": statistics.stdev(kept) if len(kept) > 1 else None,
+            "diverged": len(values) - len(kept)}
 
 
 def summarize(records: list[dict]) -> dict:
     """Per encoder and label count: the chosen learning rate and the dev and test accuracy of
-    its seeds (median, min, max); per label count: the majority class. Works on any subset of
-    the grid's lines (a study still running): a cell needs only its seed-0 lines."""
+    its seeds (median, min, max, standard deviation); per label count: the majority class.
+    Works on any subset of the grid's lines (a study still running): a cell needs only its
+    seed-0 lines."""
     trials = read_unique(records)
     encoders: dict[str, dict] = {}
     majority: dict[str, dict] = {}

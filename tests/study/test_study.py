@@ -171,12 +171,13 @@ def test_write_report_from_a_hand_written_results_file(tmp_path):
     cell = summary["encoders"]["electra@2000"]["cells"]["100"]
     assert cell["lr"] == 1e-3 and cell["seeds"] == [0, 1, 2]
     assert cell["test"] == {"values": [61, 62, 63], "median": 62, "min": 61, "max": 63,
-                            "diverged": 0}
+                            "std": 1.0, "diverged": 0}
     assert list(summary["encoders"]) == ["random", "electra@500", "electra@2000", "mlm@650"]
     assert summary["majority"]["100"]["test"]["median"] == 32.0
     mlm = summary["encoders"]["mlm@650"]["cells"]["100"]
     assert mlm["lr"] == 1e-3 and mlm["test"]["values"] == [46, 47, None]
     assert mlm["test"]["median"] == 46.5 and mlm["test"]["diverged"] == 1
+    assert mlm["test"]["std"] == pytest.approx(0.5 ** 0.5)  # of 46 and 47: the diverged left out
     table = (tmp_path / "table.md").read_text()
     assert "| electra@2000 | 4e+12 | 62.0 (61.0-63.0) lr 1e-3 | 62.0 (61.0-63.0) lr 1e-3 |" in table
     assert "| mlm@650 | 1e+12 | 46.5 (46.0-47.0), 1 diverged lr 1e-3 |" in table
