@@ -292,7 +292,6 @@ def test_the_savedmodel_holds_each_weight_once_and_lists_them(pretrainer, export
     assert len(tf.saved_model.load(exported).variables) == len(listed)
 
 
-
 def test_the_model_is_traced_once_for_every_signature(pretrainer, monkeypatch, tmp_path):
     """serving_default and serve_examples call one traced forward pass (ExportArchive alone
     traces each signature twice, outside and inside tf.saved_model.save: four traces)."""
@@ -306,6 +305,7 @@ def test_the_model_is_traced_once_for_every_signature(pretrainer, monkeypatch, t
     monkeypatch.setattr(pretrainer, "discriminator_logits", counted)
     export_discriminator(pretrainer, str(tmp_path / "1"), with_examples=True)
     assert len(traces) == 1
+
 
 @pytest.mark.slow
 def test_saved_model_cli_lists_the_documented_signatures(exported):
