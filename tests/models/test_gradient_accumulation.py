@@ -95,7 +95,8 @@ def _whole_run(name) -> WholeRun:
     initial, moments = whole.get_weights(), {}
     keep_first = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: (
         moments.setdefault("first", _first_moments(whole))))
-    logs = whole.fit(_dataset(_batches()), epochs=1, verbose=0, callbacks=[keep_first]).history
+    logs = whole.fit(_dataset(_batches()), epochs=1, verbose=0, shuffle=False,
+                     callbacks=[keep_first]).history
     return WholeRun(initial, _weights(whole), logs, moments["first"])
 
 
@@ -103,8 +104,8 @@ def _assert_trains_alike(whole, other, dataset):
     """Fits both models (with the same initial weights) for one epoch of `dataset()`: the same
     updates (optimizer steps) and weights, and the same logs, losses and metrics."""
     initial = whole.get_weights()
-    whole_logs = whole.fit(dataset(), epochs=1, verbose=0).history
-    other_logs = other.fit(dataset(), epochs=1, verbose=0).history
+    whole_logs = whole.fit(dataset(), epochs=1, verbose=0, shuffle=False).history
+    other_logs = other.fit(dataset(), epochs=1, verbose=0, shuffle=False).history
     assert int(other.optimizer.iterations.numpy()) == UPDATES  # updates, not micro-batches
     _assert_moved_alike(whole, other, initial)
     for key, values in whole_logs.items():  # losses and token metrics alike
@@ -115,7 +116,7 @@ def _assert_trains_as_the_whole_batch(name, other):
     """Fits `other` (built with `_whole_run(name).initial`) for one epoch of the batches: the
     whole run's updates (optimizer steps) and weights, and its logs, losses and metrics."""
     whole = _whole_run(name)
-    other_logs = other.fit(_dataset(_batches()), epochs=1, verbose=0).history
+    other_logs = other.fit(_dataset(_batches()), epochs=1, verbose=0, shuffle=False).history
     assert int(other.optimizer.iterations.numpy()) == UPDATES  # updates, not micro-batches
     _assert_moved_alike(whole.final, other, whole.initial)
     for key, values in whole.logs.items():  # losses and token metrics alike
@@ -177,7 +178,8 @@ def test_accumulated_updates_move_the_first_moment_and_weights_as_the_whole_batc
     moments = {}
     keep_first = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: (
         moments.setdefault("first", _first_moments(accumulated))))
-    accumulated.fit(_dataset(_batches()), epochs=1, verbose=0, callbacks=[keep_first])
+    accumulated.fit(_dataset(_batches()), epochs=1, verbose=0, shuffle=False,
+                    callbacks=[keep_first])
     assert len(whole.first_moments) == len(accumulated.trainable_variables)
     floor = 1e-6 * max(np.abs(m).max() for m in whole.first_moments.values())
     for key, m in whole.first_moments.items():
@@ -223,7 +225,8 @@ def test_the_mirrored_strategy_accumulates_over_replicas_and_micro_batches():
     one = _whole_run("electra")
     two = _pretrainer(OBJECTIVES["electra"], one.initial, accumulation=2,
                       strategy=tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))
-    two_logs = two.fit(_dataset(_batches()), epochs=1, verbose=0).history  # 2 x 2 x 8 rows
+    two_logs = two.fit(_dataset(_batches()), epochs=1, verbose=0,
+                       shuffle=False).history  # 2 x 2 x 8 rows
     _assert_moved_alike(one.final, two, one.initial)
     for key in ("loss", "mlm_loss", "disc_loss", "disc_auc"):
         np.testing.assert_allclose(two_logs[key], one.logs[key], rtol=1e-5, err_msg=key)
@@ -239,8 +242,9 @@ def test_the_accumulation_loop_compiles_with_xla():
     accumulated = _pretrainer(OBJECTIVES["electra"], whole.get_weights(), accumulation=4,
                               jit_compile=True)
     initial = whole.get_weights()
-    whole_logs = whole.fit(_dataset(batches), epochs=1, verbose=0).history
-    accumulated_logs = accumulated.fit(_dataset(batches), epochs=1, verbose=0).history
+    whole_logs = whole.fit(_dataset(batches), epochs=1, verbose=0, shuffle=False).history
+    accumulated_logs = accumulated.fit(_dataset(batches), epochs=1, verbose=0,
+                                       shuffle=False).history
     np.testing.assert_allclose(accumulated_logs["loss"], whole_logs["loss"], rtol=1e-5)
     _assert_moved_alike(whole, accumulated, initial)
 
@@ -254,8 +258,8 @@ def test_gradients_are_clipped_after_accumulation():
     whole = _pretrainer(OBJECTIVES["electra"], clip_norm=1e-3)
     accumulated = _pretrainer(OBJECTIVES["electra"], whole.get_weights(), accumulation=4,
                               clip_norm=1e-3)
-    whole.fit(_dataset(batches[:1]), epochs=1, verbose=0)
-    accumulated.fit(_dataset(batches[:1]), epochs=1, verbose=0)
+    whole.fit(_dataset(batches[:1]), epochs=1, verbose=0, shuffle=False)
+    accumulated.fit(_dataset(batches[:1]), epochs=1, verbose=0, shuffle=False)
     for a, b in zip(whole.optimizer.variables, accumulated.optimizer.variables):
         np.testing.assert_allclose(b.numpy(), a.numpy(), atol=1e-7, rtol=1e-5)
 
