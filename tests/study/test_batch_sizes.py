@@ -79,7 +79,12 @@ def test_sequences_that_do_not_split_into_six_evaluations_are_refused(tmp_path):
 
 @pytest.mark.slow
 def test_a_tiny_guide_runs_reports_and_resumes(tmp_path):
-    args = ["--output_dir", tmp_path / "out", "--config", "pretrain/demo", "--sequences", "384",
+    # The demonstration's recipe on a one-layer encoder: five runs, each a fresh trace of its
+    # train step, which the encoder's depth makes most of the test's time.
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("include: pretrain/demo\nmodel: {num_layers: 1, hidden_size: 32, "
+                      "embedding_size: 16, intermediate_size: 64}\n")
+    args = ["--output_dir", tmp_path / "out", "--config", recipe, "--sequences", "384",
             "--batches", "64", "--held_out_sequences", "64"]
     result = run_in_process(args, module=MODULE)
     assert result.returncode == 0, result.stderr[-3000:]
