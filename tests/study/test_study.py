@@ -360,6 +360,9 @@ STUDY_ARGS = [
     "--override", "run.train_batch_size=8", "--override", "run.eval_batches=1",
     "--override", "optimizer.warmup_steps=2", "--override", "run.log_every_steps=20",
     "--override", "model.max_position_embeddings=64",
+    # a one-layer encoder: most of the test's time is the trace of each run and trial
+    "--override", "model.num_layers=1", "--override", "model.hidden_size=32",
+    "--override", "model.embedding_size=16", "--override", "model.intermediate_size=64",
     "--finetune_override", "finetune.train_batch_size=8",
     "--finetune_override", "finetune.eval_batch_size=32",
     "--finetune_override", "finetune.log_every_steps=100",
