@@ -50,13 +50,19 @@ def write_records(directory, num_files=3, per_file=64, seq_len=32, seed=0):
     return os.path.join(directory, "*.tfrecord*")
 
 
-def cli_args(data, vocab, model_dir, steps, *extra):
-    """run_pretraining flags for a tiny, fast run on the fixture data."""
+def cli_args(data, vocab, model_dir, steps, *extra, one_layer=True):
+    """run_pretraining flags for a tiny, fast run on the fixture data: the demonstration's
+    recipe, on a one-layer encoder unless `one_layer` is False (a run's time here is mostly the
+    trace of its train step)."""
     return ["--config", "pretrain/demo", "--data", data, "--vocab_file", vocab,
             "--model_dir", str(model_dir), "--train_steps", str(steps),
             "--override", "run.max_seq_length=32", "--override", "run.train_batch_size=8",
             "--override", "run.log_every_steps=5", "--override", "run.save_checkpoints_steps=10",
-            "--override", "model.max_position_embeddings=64", *extra]
+            "--override", "model.max_position_embeddings=64", *(
+                f"--override=model.{size}" for size in (ONE_LAYER if one_layer else ())), *extra]
+
+
+ONE_LAYER = ("num_layers=1", "hidden_size=32", "embedding_size=16", "intermediate_size=64")
 
 
 def two_chains_by_default() -> bool:

@@ -58,7 +58,7 @@ def test_google_checkpoint_converts_and_pretraining_continues_from_it(hf_models,
 
     data = write_records(tmp_path / "records")
     args = cli_args(data, str(converted / "vocab.txt"), tmp_path / "run", 3, "--noexport",
-                    "--init_checkpoint", str(converted / "checkpoints"))
+                    "--init_checkpoint", str(converted / "checkpoints"), one_layer=False)
     args[args.index("pretrain/demo")] = str(converted / "config.yaml")
     run = run_in_process(args)
     assert run.returncode == 0, run.stderr[-3000:]

@@ -17,10 +17,11 @@ from electra_tf.training import phases
 from tests.run_helpers import REPO, run_cli, run_in_process, write_records, write_vocab
 
 # Phase 1 at length 32, phase 2 at 64 with its own batch, accumulation and schedule; the
-# position table is 64 long from the start.
+# position table is 64 long from the start. A one-layer encoder: each phase of each run is a
+# fresh trace of its train step, most of the tests' time.
 RECIPE = """
 include: pretrain/demo
-model: {max_position_embeddings: 64}
+model: {max_position_embeddings: 64, num_layers: 1, hidden_size: 32, embedding_size: 16, intermediate_size: 64}
 run: {train_batch_size: 8, log_every_steps: 5, save_checkpoints_steps: 10, eval_every_steps: 0}
 phases:
   - run: {max_seq_length: 32}
@@ -34,7 +35,7 @@ phases:
 # at learning rate 0.
 HANDOFF_RECIPE = """
 include: pretrain/demo
-model: {max_position_embeddings: 64}
+model: {max_position_embeddings: 64, num_layers: 1, hidden_size: 32, embedding_size: 16, intermediate_size: 64}
 run: {train_batch_size: 8, log_every_steps: 1, save_checkpoints_steps: 10, eval_every_steps: 0}
 phases:
   - run: {max_seq_length: 32}
