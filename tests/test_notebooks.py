@@ -15,6 +15,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import require
+from tests.run_helpers import ONE_LAYER
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLAB = os.path.join(REPO, "colab")
@@ -164,7 +165,8 @@ def test_pretrain_on_tpu_notebook(kernel, tmp_path):
         "CONFIG": "pretrain/demo", "MODEL_DIR": str(model_dir), "TRAIN_STEPS": 30,
         "OVERRIDES": ["run.train_batch_size=8", "run.log_every_steps=10",
                       "run.eval_every_steps=15", "run.eval_batches=2",
-                      "run.save_checkpoints_steps=15"],
+                      "run.save_checkpoints_steps=15",
+                      *(f"model.{size}" for size in ONE_LAYER)],
         "MIXED_PRECISION": "bf16", "SHOW_TENSORBOARD": False}, tmp_path)
     stdout = "\n".join(outputs(notebook, "stdout"))
     assert "not on Colab" in stdout and "TensorBoard not shown" in stdout
