@@ -8,12 +8,13 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.training.pretrain import pretrain
-from tests.run_helpers import _absl_log_to, write_records, write_vocab
+from tests.run_helpers import ONE_LAYER, _absl_log_to, write_records, write_vocab
 
 GROWTH = ["run.max_seq_length=32", "model.max_position_embeddings=64",
           "run.train_batch_size=8", "run.gradient_accumulation_steps=4",
           "run.initial_train_batch_size=2", "run.batch_growth_steps=8",
-          "run.save_checkpoints_steps=4", "run.log_every_steps=2"]
+          "run.save_checkpoints_steps=4", "run.log_every_steps=2",
+          *(f"model.{size}" for size in ONE_LAYER)]  # each run's trace is the test's time
 
 
 def _weights(run_dir):
