@@ -59,7 +59,8 @@ def cli_args(data, vocab, model_dir, steps, *extra, one_layer=True):
             "--override", "run.max_seq_length=32", "--override", "run.train_batch_size=8",
             "--override", "run.log_every_steps=5", "--override", "run.save_checkpoints_steps=10",
             "--override", "model.max_position_embeddings=64", *(
-                f"--override=model.{size}" for size in (ONE_LAYER if one_layer else ())), *extra]
+                token for size in (ONE_LAYER if one_layer else ())
+                for token in ("--override", f"model.{size}")), *extra]
 
 
 ONE_LAYER = ("num_layers=1", "hidden_size=32", "embedding_size=16", "intermediate_size=64")
