@@ -48,7 +48,7 @@ def _dataset(batches):
 def _pretrainer(objective_config, weights=None, accumulation=1, strategy=None, jit_compile=False,
                 chains=1, **optimizer):
     optimizer = {"epsilon": 1e-2, "warmup_steps": 0, **optimizer}
-    config = tiny_model_config(hidden_dropout=0.0, attention_dropout=0.0)
+    config = tiny_model_config(num_layers=1, hidden_dropout=0.0, attention_dropout=0.0)
     with (strategy or tf.distribute.get_strategy()).scope():
         model = build_pretrainer(config, objective_config)
         if weights is not None:
