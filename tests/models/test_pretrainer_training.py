@@ -27,7 +27,7 @@ def _global_grad_norm(model, batch):
 
 
 def test_mirrored_strategy_matches_one_device_on_the_same_global_batch():
-    config = tiny_model_config(hidden_dropout=0.0, attention_dropout=0.0)
+    config = tiny_model_config(num_layers=1, hidden_dropout=0.0, attention_dropout=0.0)
     ids, mask = random_ids(8, 24, seed=2)  # rows of different lengths: unequal replica denominators
     batches = [masked_batch(ids, mask, seed=s) for s in range(3)]
 
