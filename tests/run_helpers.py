@@ -50,6 +50,21 @@ def write_records(directory, num_files=3, per_file=64, seq_len=32, seed=0):
     return os.path.join(directory, "*.tfrecord*")
 
 
+# A one-layer encoder for runs whose subject is not the model's depth: most of such a test's
+# time is the trace of its train step, whose size grows with the depth.
+ONE_LAYER = ("num_layers=1", "hidden_size=32", "embedding_size=16", "intermediate_size=64")
+
+
+def one_layer_overrides() -> list:
+    """ONE_LAYER as `--override model.KEY=VALUE` flag pairs."""
+    return [token for size in ONE_LAYER for token in ("--override", f"model.{size}")]
+
+
+def one_layer_yaml() -> str:
+    """ONE_LAYER as the inside of a YAML flow mapping: `num_layers: 1, hidden_size: 32, ...`."""
+    return ", ".join(size.replace("=", ": ") for size in ONE_LAYER)
+
+
 def cli_args(data, vocab, model_dir, steps, *extra, one_layer=True):
     """run_pretraining flags for a tiny, fast run on the fixture data: the demonstration's
     recipe, on a one-layer encoder unless `one_layer` is False (a run's time here is mostly the
@@ -58,12 +73,8 @@ def cli_args(data, vocab, model_dir, steps, *extra, one_layer=True):
             "--model_dir", str(model_dir), "--train_steps", str(steps),
             "--override", "run.max_seq_length=32", "--override", "run.train_batch_size=8",
             "--override", "run.log_every_steps=5", "--override", "run.save_checkpoints_steps=10",
-            "--override", "model.max_position_embeddings=64", *(
-                token for size in (ONE_LAYER if one_layer else ())
-                for token in ("--override", f"model.{size}")), *extra]
-
-
-ONE_LAYER = ("num_layers=1", "hidden_size=32", "embedding_size=16", "intermediate_size=64")
+            "--override", "model.max_position_embeddings=64",
+            *(one_layer_overrides() if one_layer else ()), *extra]
 
 
 def two_chains_by_default() -> bool:

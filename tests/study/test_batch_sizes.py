@@ -6,7 +6,7 @@ import pytest
 
 from electra_tf.errors import UserError
 from electra_tf.study import batch_sizes
-from tests.run_helpers import run_in_process
+from tests.run_helpers import one_layer_yaml, run_in_process
 
 MODULE = "electra_tf.study.batch_sizes.__main__"
 
@@ -82,8 +82,7 @@ def test_a_tiny_guide_runs_reports_and_resumes(tmp_path):
     # The demonstration's recipe on a one-layer encoder: five runs, each a fresh trace of its
     # train step, which the encoder's depth makes most of the test's time.
     recipe = tmp_path / "recipe.yaml"
-    recipe.write_text("include: pretrain/demo\nmodel: {num_layers: 1, hidden_size: 32, "
-                      "embedding_size: 16, intermediate_size: 64}\n")
+    recipe.write_text(f"include: pretrain/demo\nmodel: {{{one_layer_yaml()}}}\n")
     args = ["--output_dir", tmp_path / "out", "--config", recipe, "--sequences", "384",
             "--batches", "64", "--held_out_sequences", "64"]
     result = run_in_process(args, module=MODULE)

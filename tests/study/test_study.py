@@ -10,7 +10,7 @@ import random
 import pytest
 
 from electra_tf.study import plan, report, results
-from tests.run_helpers import run_cli, run_in_process
+from tests.run_helpers import one_layer_overrides, run_cli, run_in_process
 
 MODULE = "electra_tf.study.__main__"
 LABELS = ("sports", "cooking", "music")
@@ -361,8 +361,7 @@ STUDY_ARGS = [
     "--override", "optimizer.warmup_steps=2", "--override", "run.log_every_steps=20",
     "--override", "model.max_position_embeddings=64",
     # a one-layer encoder: most of the test's time is the trace of each run and trial
-    "--override", "model.num_layers=1", "--override", "model.hidden_size=32",
-    "--override", "model.embedding_size=16", "--override", "model.intermediate_size=64",
+    *one_layer_overrides(),
     "--finetune_override", "finetune.train_batch_size=8",
     "--finetune_override", "finetune.eval_batch_size=32",
     "--finetune_override", "finetune.log_every_steps=100",

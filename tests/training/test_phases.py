@@ -14,35 +14,36 @@ import tensorflow as tf
 
 from electra_tf.config import ConfigError, load_config
 from electra_tf.training import phases
-from tests.run_helpers import REPO, run_cli, run_in_process, write_records, write_vocab
+from tests.run_helpers import (REPO, one_layer_yaml, run_cli, run_in_process, write_records,
+                                write_vocab)
 
 # Phase 1 at length 32, phase 2 at 64 with its own batch, accumulation and schedule; the
 # position table is 64 long from the start. A one-layer encoder: each phase of each run is a
 # fresh trace of its train step, most of the tests' time.
 RECIPE = """
 include: pretrain/demo
-model: {max_position_embeddings: 64, num_layers: 1, hidden_size: 32, embedding_size: 16, intermediate_size: 64}
+model: {max_position_embeddings: 64, %s}
 run: {train_batch_size: 8, log_every_steps: 5, save_checkpoints_steps: 10, eval_every_steps: 0}
 phases:
   - run: {max_seq_length: 32}
-    optimizer: {learning_rate: 1e-3, warmup_steps: 5, train_steps: %d}
+    optimizer: {learning_rate: 1e-3, warmup_steps: 5, train_steps: %%d}
   - run: {max_seq_length: 64, train_batch_size: 4, gradient_accumulation_steps: 2}
-    optimizer: {learning_rate: 5e-4, warmup_steps: 2, train_steps: %d}
-"""
+    optimizer: {learning_rate: 5e-4, warmup_steps: 2, train_steps: %%d}
+""" % one_layer_yaml()
 
 
 # One step of each phase: phase 1's at the full learning rate, phase 2's the first of its warmup,
 # at learning rate 0.
 HANDOFF_RECIPE = """
 include: pretrain/demo
-model: {max_position_embeddings: 64, num_layers: 1, hidden_size: 32, embedding_size: 16, intermediate_size: 64}
+model: {max_position_embeddings: 64, %s}
 run: {train_batch_size: 8, log_every_steps: 1, save_checkpoints_steps: 10, eval_every_steps: 0}
 phases:
   - run: {max_seq_length: 32}
     optimizer: {learning_rate: 1e-3, warmup_steps: 0, train_steps: 1}
   - run: {max_seq_length: 64}
     optimizer: {learning_rate: 1e-3, warmup_steps: 10, train_steps: 1}
-"""
+""" % one_layer_yaml()
 
 
 def _write_recipe(path, text):
